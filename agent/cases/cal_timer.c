@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* CAL-TIMER: the timestamp sources themselves. Cost of one read (the
+ * distance between back-to-back reads), monotonicity over many reads, and
+ * whether two CPUs agree: a stamp taken on one CPU and seen on another must
+ * never be later than the observer's own next stamp (causality bounds the
+ * skew between their counters). */
+#include <stdlib.h>
+
+#include "../core/rtb.h"
+
+static const rtb_param_def params[] = {
+    {.name = "reads", .help = "back-to-back reads per source", .def = {200000}, .ndef = 1,
+     .min = 100, .max = 100000000},
+    {.name = "rounds", .help = "cross-CPU ping-pong rounds", .def = {20000}, .ndef = 1,
+     .min = 10, .max = 10000000},
+};
+
+/* Back-to-back reads of one source, then their differences. Returns the
+ * number of backward steps. */
+static size_t read_deltas(rtb_ctx *ctx, rtb_series *s, rtb_time *buf, size_t n, bool cycles)
+{
+    if (cycles)
+        for (size_t i = 0; i < n; i++)
+            buf[i] = (rtb_time)rtb_cycles_now();
+    else
+        for (size_t i = 0; i < n; i++)
+            buf[i] = rtb_ts_now();
+    size_t backwards = 0;
+    for (size_t i = 0; i + 1 < n; i++) {
+        rtb_time d = buf[i + 1] - buf[i];
+        if (d < 0)
+            backwards++;
+        rtb_series_push(s, cycles ? rtb_cycles_to_ns(ctx->timing, (uint64_t)d) : d);
+    }
+    return backwards;
+}
+
+typedef struct pingpong {
+    rtb_ctx *ctx;
+    atomic_int turn;   /* 0: A stamps, 1: B observes and stamps, 2: A observes */
+    _Atomic rtb_time stamp;
+    size_t rounds;
+    rtb_series *fwd, *back;
+    atomic_bool abort;
+} pingpong;
+
+/* Spins until `turn` reaches `want`; false if the case must give up. */
+static bool await(pingpong *p, int want)
+{
+    unsigned spins = 0;
+    while (atomic_load_explicit(&p->turn, memory_order_acquire) != want) {
+        if (++spins % 4096 == 0 &&
+            (atomic_load(&p->abort) || rtb_clock_now() > p->ctx->deadline - 1000000000)) {
+            atomic_store(&p->abort, true);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void observer(void *arg)
+{
+    pingpong *p = arg;
+    for (size_t r = 0; r < p->rounds; r++) {
+        if (!await(p, 1))
+            return;
+        rtb_time now = rtb_ts_now();
+        rtb_series_push(p->fwd, now - atomic_load(&p->stamp));
+        atomic_store(&p->stamp, rtb_ts_now());
+        atomic_store_explicit(&p->turn, 2, memory_order_release);
+    }
+}
+
+static rtb_result cross_cpu(rtb_ctx *ctx, size_t rounds)
+{
+    if (ctx->port->cpu_count < 2) {
+        rtb_emit_check(ctx, "cross_cpu", true, "one CPU: nothing to compare");
+        return RTB_PASSED;
+    }
+    rtb_series fwd, back;
+    if (rtb_series_init(&fwd, "xcpu_fwd", rounds) != RTB_OK ||
+        rtb_series_init(&back, "xcpu_back", rounds) != RTB_OK) {
+        rtb_emit_check_error(ctx, "cross_cpu", "no memory");
+        return RTB_ERROR;
+    }
+    pingpong p = {.ctx = ctx, .rounds = rounds, .fwd = &fwd, .back = &back};
+    int other = (ctx->opt->cpu + 1) % ctx->port->cpu_count;
+    rtb_thread_attr attr = rtb_attr(ctx, "cal-observer", 0);
+    attr.cpu = other;
+    rtb_thread th;
+    rtb_thread_create(&th, &attr, observer, &p);
+    for (size_t r = 0; r < rounds; r++) {
+        atomic_store(&p.stamp, rtb_ts_now());
+        atomic_store_explicit(&p.turn, 1, memory_order_release);
+        if (!await(&p, 2))
+            break;
+        rtb_time now = rtb_ts_now();
+        rtb_series_push(&back, now - atomic_load(&p.stamp));
+        atomic_store_explicit(&p.turn, 0, memory_order_relaxed);
+    }
+    atomic_store(&p.abort, true);
+    rtb_thread_join(&th, ctx->deadline);
+    rtb_result r = RTB_PASSED;
+    if (fwd.hist.n == 0 || back.hist.n == 0) {
+        rtb_emit_check_error(ctx, "cross_cpu", "the observer on CPU %d never answered", other);
+        r = RTB_ERROR;
+    } else {
+        /* A negative one-way time means the clocks disagree by at least that much. */
+        bool ok = fwd.hist.min >= 0 && back.hist.min >= 0;
+        rtb_emit_check(ctx, "cross_cpu", ok,
+                       "CPU %d -> %d min %lld ns, CPU %d -> %d min %lld ns (negative: skew)",
+                       ctx->opt->cpu, other, (long long)fwd.hist.min, other, ctx->opt->cpu,
+                       (long long)back.hist.min);
+        if (!ok)
+            r = RTB_FAILED;
+    }
+    rtb_emit_series(ctx, &fwd);
+    rtb_emit_series(ctx, &back);
+    rtb_series_free(&fwd);
+    rtb_series_free(&back);
+    return r;
+}
+
+static rtb_result run(rtb_ctx *ctx)
+{
+    size_t n = (size_t)rtb_param(ctx, "reads");
+    size_t rounds = (size_t)rtb_param(ctx, "rounds");
+    rtb_time *buf = malloc(n * sizeof *buf);
+    rtb_series s;
+    if (!buf || rtb_series_init(&s, "clock_read", n) != RTB_OK) {
+        free(buf);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %zu reads", n);
+        return RTB_ERROR;
+    }
+    rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
+    rtb_result r = RTB_PASSED;
+    size_t back = read_deltas(ctx, &s, buf, n, false);
+    rtb_emit_check(ctx, "monotonic", back == 0, "%s: %zu backward steps in %zu reads",
+                   ctx->timing->clock_source, back, n);
+    if (back)
+        r = RTB_FAILED;
+    rtb_emit_series(ctx, &s);
+    rtb_series_free(&s);
+    if (ctx->timing->cycles_available && rtb_series_init(&s, "cycles_read", n) == RTB_OK) {
+        back = read_deltas(ctx, &s, buf, n, true);
+        rtb_emit_check(ctx, "cycles_monotonic", back == 0, "%s: %zu backward steps in %zu reads",
+                       ctx->timing->cycles_source, back, n);
+        if (back)
+            r = RTB_FAILED;
+        rtb_emit_series(ctx, &s);
+        rtb_series_free(&s);
+    }
+    free(buf);
+    rtb_result x = cross_cpu(ctx, rounds);
+    return x != RTB_PASSED ? x : r;
+}
+
+const rtb_case rtb_case_cal_timer = {
+    .id = "CAL-TIMER",
+    .title = "Timestamp source: resolution, read cost, monotonicity, cross-CPU agreement",
+    .params = params,
+    .nparams = sizeof params / sizeof params[0],
+    .run = run,
+};

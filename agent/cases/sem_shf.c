@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* SEM-SHF: semaphore shuffle. Thread A (lower) timestamps and gives S, then
+ * takes P; thread B (higher) takes S, timestamps, gives P. Sample = B's
+ * stamp - A's stamp: from giving a semaphore to its waiter running. Both
+ * run on the measurement CPU, so the give must switch to B. */
+#include <stdlib.h>
+
+#include "../core/rtb.h"
+
+static const rtb_param_def params[] = {
+    {.name = "duration_ms", .help = "measurement time", .def = {500}, .ndef = 1, .min = 1,
+     .max = 3600000},
+};
+
+typedef struct shf {
+    rtb_ctx *ctx;
+    rtb_sem s, p;
+    rtb_time *ta, *tb;
+    size_t cap, na, nb;
+    atomic_bool done;
+} shf;
+
+static void thread_a(void *arg)
+{
+    shf *x = arg;
+    while (!atomic_load_explicit(&x->ctx->stop, memory_order_relaxed) && x->na < x->cap) {
+        x->ta[x->na++] = rtb_ts_now();
+        rtb_sem_give(&x->s);
+        if (rtb_sem_take(&x->p, x->ctx->deadline) != RTB_OK)
+            break;
+    }
+    atomic_store(&x->done, true);
+    rtb_sem_give(&x->s); /* let B see `done` */
+}
+
+static void thread_b(void *arg)
+{
+    shf *x = arg;
+    for (;;) {
+        if (rtb_sem_take(&x->s, x->ctx->deadline) != RTB_OK || atomic_load(&x->done))
+            break;
+        /* A broken semaphore lets B run on without A: bound it. */
+        if (atomic_load_explicit(&x->ctx->stop, memory_order_relaxed) || x->nb == x->cap) {
+            rtb_sem_give(&x->p);
+            break;
+        }
+        x->tb[x->nb++] = rtb_ts_now();
+        rtb_sem_give(&x->p);
+    }
+}
+
+/* B must stamp after A gave and before A's next stamp, once per give. */
+static bool check_order(rtb_ctx *ctx, const shf *x)
+{
+    size_t bad = 0, n = x->na < x->nb ? x->na : x->nb;
+    for (size_t i = 0; i < n; i++)
+        if (x->tb[i] < x->ta[i] || (i + 1 < x->na && x->tb[i] > x->ta[i + 1]))
+            bad++;
+    bool counts_ok = x->na == x->nb || x->na == x->nb + 1;
+    bool ok = bad == 0 && counts_ok && n > 0;
+    rtb_emit_check(ctx, "order", ok, "A gave %zu times, B ran %zu times, %zu out of order",
+                   x->na, x->nb, bad);
+    return ok;
+}
+
+static rtb_result run(rtb_ctx *ctx)
+{
+    shf x = {.ctx = ctx, .cap = ctx->opt->max_samples};
+    rtb_series s;
+    rtb_thread th[2]; /* B, A */
+    x.ta = calloc(x.cap, sizeof *x.ta);
+    x.tb = calloc(x.cap, sizeof *x.tb);
+    if (!x.ta || !x.tb || rtb_series_init(&s, "give_to_run", x.cap) != RTB_OK) {
+        free(x.ta);
+        free(x.tb);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", x.cap);
+        return RTB_ERROR;
+    }
+    rtb_sem_create(&x.s, 0);
+    rtb_sem_create(&x.p, 0);
+    rtb_thread_attr aa = rtb_attr(ctx, "shf-a", 0), ab = rtb_attr(ctx, "shf-b", 1);
+    rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
+    rtb_thread_create(&th[0], &ab, thread_b, &x);
+    rtb_thread_create(&th[1], &aa, thread_a, &x);
+    rtb_monitor(ctx, rtb_param(ctx, "duration_ms") * 1000000);
+    int rc = rtb_join_all(ctx, th, 2);
+
+    size_t n = x.na < x.nb ? x.na : x.nb;
+    for (size_t i = 0; i < n; i++)
+        rtb_series_push(&s, x.tb[i] - x.ta[i]);
+    bool ok = check_order(ctx, &x);
+    rtb_emit_series(ctx, &s);
+    rtb_series_free(&s);
+    rtb_sem_delete(&x.s);
+    rtb_sem_delete(&x.p);
+    free(x.ta);
+    free(x.tb);
+    if (rc != RTB_OK)
+        return RTB_ERROR;
+    return ok ? RTB_PASSED : RTB_FAILED;
+}
+
+const rtb_case rtb_case_sem_shf = {
+    .id = "SEM-SHF",
+    .title = "Semaphore shuffle: give to waiter running",
+    .params = params,
+    .nparams = sizeof params / sizeof params[0],
+    .run = run,
+};

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The one JSON writer: every record body goes through it, so every string
+ * is escaped and every key is well formed. It never allocates; what does not
+ * fit is clipped and flagged, and the output stays valid JSON. */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "rtb.h"
+
+/* Room kept for closing brackets so a clipped body still parses. */
+#define RESERVE (RTB_JSON_DEPTH + 4)
+/* A member starts only with room for its key and a short value. */
+#define MEMBER_MIN 24
+
+void rtb_json_init(rtb_json *j, char *buf, size_t cap)
+{
+    j->buf = buf;
+    j->cap = cap;
+    j->len = 0;
+    j->overflow = false;
+    j->depth = 0;
+    j->skipped = 0;
+    j->first[0] = true;
+    buf[0] = '\0';
+}
+
+static bool room(rtb_json *j, size_t n)
+{
+    if (j->len + n + RESERVE >= j->cap) {
+        j->overflow = true;
+        return false;
+    }
+    return true;
+}
+
+static void put(rtb_json *j, const char *s, size_t n)
+{
+    if (!room(j, n))
+        return;
+    memcpy(j->buf + j->len, s, n);
+    j->len += n;
+    j->buf[j->len] = '\0';
+}
+
+static void putc_(rtb_json *j, char c) { put(j, &c, 1); }
+
+static void escaped(rtb_json *j, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    putc_(j, '"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char esc[7];
+        size_t n = 0;
+        switch (*p) {
+        case '"': memcpy(esc, "\\\"", 2); n = 2; break;
+        case '\\': memcpy(esc, "\\\\", 2); n = 2; break;
+        case '\n': memcpy(esc, "\\n", 2); n = 2; break;
+        case '\r': memcpy(esc, "\\r", 2); n = 2; break;
+        case '\t': memcpy(esc, "\\t", 2); n = 2; break;
+        default:
+            if (*p < 0x20 || *p == 0x7f) {
+                memcpy(esc, "\\u00", 4);
+                esc[4] = hex[*p >> 4];
+                esc[5] = hex[*p & 15];
+                n = 6;
+            } else {
+                esc[0] = (char)*p;
+                n = 1;
+            }
+        }
+        /* Clip at a character boundary so the string stays valid UTF-8. */
+        if (!room(j, n + 1)) {
+            while (j->len > 0 && ((unsigned char)j->buf[j->len - 1] & 0xC0) == 0x80)
+                j->len--;
+            if (j->len > 0 && ((unsigned char)j->buf[j->len - 1] & 0xC0) == 0xC0)
+                j->len--;
+            break;
+        }
+        put(j, esc, n);
+    }
+    /* The closing quote uses the reserve, so it always fits. */
+    j->buf[j->len++] = '"';
+    j->buf[j->len] = '\0';
+}
+
+/* Writes the separator and key; false (and nothing written) when the member
+ * does not fit, so a clipped body is still valid JSON, just shorter. */
+static bool member(rtb_json *j, const char *key)
+{
+    size_t need = (key ? strlen(key) * 6 + 3 : 0) + MEMBER_MIN;
+    if (j->skipped || !room(j, need)) {
+        j->overflow = true;
+        return false;
+    }
+    if (!j->first[j->depth])
+        putc_(j, ',');
+    j->first[j->depth] = false;
+    if (key) {
+        escaped(j, key);
+        putc_(j, ':');
+    }
+    return true;
+}
+
+static void open_(rtb_json *j, const char *key, char c)
+{
+    if (j->depth + 1 >= RTB_JSON_DEPTH || !member(j, key)) {
+        j->overflow = true;
+        j->skipped++; /* its close must not close the parent */
+        return;
+    }
+    putc_(j, c);
+    j->depth++;
+    j->first[j->depth] = true;
+}
+
+static void close_(rtb_json *j, char c)
+{
+    if (j->skipped) {
+        j->skipped--;
+        return;
+    }
+    if (j->depth > 0)
+        j->depth--;
+    j->buf[j->len++] = c; /* from the reserve: brackets always close */
+    j->buf[j->len] = '\0';
+}
+
+void rtb_json_obj(rtb_json *j, const char *key) { open_(j, key, '{'); }
+void rtb_json_obj_end(rtb_json *j) { close_(j, '}'); }
+void rtb_json_arr(rtb_json *j, const char *key) { open_(j, key, '['); }
+void rtb_json_arr_end(rtb_json *j) { close_(j, ']'); }
+
+void rtb_json_str(rtb_json *j, const char *key, const char *value)
+{
+    if (member(j, key))
+        escaped(j, value ? value : "");
+}
+
+void rtb_json_strf(rtb_json *j, const char *key, const char *fmt, ...)
+{
+    char tmp[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    rtb_json_str(j, key, tmp);
+}
+
+void rtb_json_i64(rtb_json *j, const char *key, int64_t value)
+{
+    char tmp[24];
+    int n = snprintf(tmp, sizeof tmp, "%" PRId64, value);
+    if (member(j, key))
+        put(j, tmp, (size_t)n);
+}
+
+void rtb_json_u64(rtb_json *j, const char *key, uint64_t value)
+{
+    char tmp[24];
+    int n = snprintf(tmp, sizeof tmp, "%" PRIu64, value);
+    if (member(j, key))
+        put(j, tmp, (size_t)n);
+}
+
+void rtb_json_f64(rtb_json *j, const char *key, double value)
+{
+    char tmp[32];
+    if (!member(j, key))
+        return;
+    if (!isfinite(value)) { /* JSON has no NaN or infinity */
+        put(j, "null", 4);
+        return;
+    }
+    int n = snprintf(tmp, sizeof tmp, "%.17g", value);
+    put(j, tmp, (size_t)n);
+}
+
+void rtb_json_bool(rtb_json *j, const char *key, bool value)
+{
+    if (member(j, key))
+        put(j, value ? "true" : "false", value ? 4 : 5);
+}
+
+void rtb_json_raw_str(rtb_json *j, const char *key, const char *text, size_t len)
+{
+    if (!member(j, key))
+        return;
+    putc_(j, '"');
+    put(j, text, len);
+    j->buf[j->len++] = '"';
+    j->buf[j->len] = '\0';
+}
+
+void rtb_json_num(rtb_json *j, const char *key, const char *digits)
+{
+    if (member(j, key))
+        put(j, digits, strlen(digits));
+}

@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* rtbench-agent: runs cases and writes the record stream to stdout.
+ *
+ *   rtbench-agent [options] CASE[:name=value[:name=value...]] ...
+ *   rtbench-agent --list
+ *
+ * Everything is validated before the first case runs, so a typo costs no
+ * measurement time. Exit status: 0 passed, 1 a check failed, 2 usage, 3 a
+ * case errored or the watchdog ended the run. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rtb.h"
+
+#define MAX_RUN 64
+
+typedef struct planned {
+    const rtb_case *c;
+    rtb_param_values pv;
+} planned;
+
+/* The watchdog: a top-priority thread that ends the run when a case passes
+ * its hard deadline, having written why. */
+typedef struct watchdog {
+    rtb_thread thread;
+    rtb_sem wake;
+    _Atomic rtb_time deadline; /* 0: disarmed */
+    atomic_bool quit;
+    rtb_ctx *ctx;
+} watchdog;
+
+static void watchdog_fire(watchdog *w)
+{
+    rtb_ctx *ctx = w->ctx;
+    rtb_json *j = rtb_rec_begin_urgent(ctx->stream, "warn");
+    rtb_json_str(j, "code", "deadline");
+    rtb_json_str(j, "case", ctx->cur ? ctx->cur->id : "");
+    rtb_json_str(j, "detail", "the case passed its hard deadline and was stopped");
+    rtb_rec_end(ctx->stream);
+    j = rtb_rec_begin_urgent(ctx->stream, "end");
+    rtb_json_str(j, "case", ctx->cur ? ctx->cur->id : "");
+    rtb_json_str(j, "result", "error");
+    rtb_json_i64(j, "duration_ns", 0);
+    rtb_json_str(j, "reason", "hard deadline passed: a thread of the case did not stop");
+    rtb_rec_end(ctx->stream);
+    j = rtb_rec_begin_urgent(ctx->stream, "bye");
+    rtb_json_str(j, "result", "error");
+    rtb_json_u64(j, "records", ctx->stream->seq + 1);
+    rtb_rec_end(ctx->stream);
+    rtb_port_abort(3);
+}
+
+static void watchdog_main(void *arg)
+{
+    watchdog *w = arg;
+    while (!atomic_load(&w->quit)) {
+        rtb_time d = atomic_load(&w->deadline);
+        int rc = rtb_sem_take(&w->wake, d ? d : RTB_FOREVER);
+        d = atomic_load(&w->deadline);
+        if (rc == RTB_ETIMEDOUT && d && rtb_clock_now() >= d)
+            watchdog_fire(w);
+    }
+}
+
+static void watchdog_set(watchdog *w, rtb_time deadline)
+{
+    atomic_store(&w->deadline, deadline);
+    rtb_sem_give(&w->wake);
+}
+
+/* Generous: the watchdog is for runaways, not for slow machines. */
+static rtb_time case_budget(const rtb_case *c, const rtb_param_values *pv)
+{
+    int64_t duration_ms = 0, points = 1;
+    for (int i = 0; i < c->nparams; i++) {
+        if (strcmp(c->params[i].name, "duration_ms") == 0)
+            duration_ms = pv->v[i][0];
+        if (c->params[i].list)
+            points *= pv->n[i];
+    }
+    return (rtb_time)(duration_ms * points * 3 + 20000) * 1000000;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: rtbench-agent [options] CASE[:name=value[,value...][:name=value...]] ...\n"
+            "       rtbench-agent --list\n"
+            "options:\n"
+            "  --cpu N            measurement CPU (default: the last one)\n"
+            "  --priority P       base real-time priority of case threads (default 80)\n"
+            "  --no-samples       histograms and summaries only, no raw samples\n"
+            "  --max-samples N    samples buffered per series (default 1000000)\n"
+#ifdef RTB_TEST_HOOKS
+            "  --inject SITE=NS   test builds: inject a fault (yield_delay, give_delay,\n"
+            "                     sem_noblock, ref_delay)\n"
+#endif
+    );
+}
+
+static void list_cases(void)
+{
+    char buf[8192];
+    rtb_json j;
+    for (int i = 0; i < rtb_ncases; i++) {
+        const rtb_case *c = rtb_cases[i];
+        rtb_json_init(&j, buf, sizeof buf);
+        rtb_json_obj(&j, NULL);
+        rtb_json_str(&j, "id", c->id);
+        rtb_json_str(&j, "title", c->title);
+        rtb_json_bool(&j, "supported", c->unsupported == NULL);
+        if (c->unsupported)
+            rtb_json_str(&j, "reason", c->unsupported);
+        rtb_json_arr(&j, "params");
+        for (int k = 0; k < c->nparams; k++) {
+            const rtb_param_def *d = &c->params[k];
+            rtb_json_obj(&j, NULL);
+            rtb_json_str(&j, "name", d->name);
+            rtb_json_str(&j, "help", d->help);
+            rtb_json_arr(&j, "default");
+            for (int v = 0; v < d->ndef; v++)
+                rtb_json_i64(&j, NULL, d->def[v]);
+            rtb_json_arr_end(&j);
+            rtb_json_i64(&j, "min", d->min);
+            rtb_json_i64(&j, "max", d->max);
+            rtb_json_bool(&j, "list", d->list);
+            rtb_json_obj_end(&j);
+        }
+        rtb_json_arr_end(&j);
+        rtb_json_obj_end(&j);
+        puts(buf);
+    }
+}
+
+/* "THR-SW:n=2,5:duration_ms=100" -> a planned case; false with a message. */
+static bool plan(const char *arg, planned *p)
+{
+    char id[64];
+    size_t idlen = strcspn(arg, ":");
+    snprintf(id, sizeof id, "%.*s", (int)idlen, arg);
+    p->c = rtb_case_find(id);
+    if (!p->c) {
+        fprintf(stderr, "rtbench-agent: unknown case '%s'; cases:", id);
+        for (int i = 0; i < rtb_ncases; i++)
+            fprintf(stderr, " %s", rtb_cases[i]->id);
+        fprintf(stderr, "\n");
+        return false;
+    }
+    rtb_params_defaults(p->c, &p->pv);
+    const char *rest = arg + idlen;
+    while (*rest == ':') {
+        char assignment[256], err[768];
+        rest++;
+        size_t n = strcspn(rest, ":");
+        snprintf(assignment, sizeof assignment, "%.*s", (int)n, rest);
+        if (rtb_params_set(p->c, &p->pv, assignment, err, sizeof err) != RTB_OK) {
+            fprintf(stderr, "rtbench-agent: %s\n", err);
+            return false;
+        }
+        rest += n;
+    }
+    return true;
+}
+
+static void hello(rtb_stream *s, const rtb_options *o, const rtb_port_info *pi,
+                  const rtb_timing_info *ti, const planned *run, int nrun)
+{
+    rtb_json *j = rtb_rec_begin(s, "hello");
+    rtb_json_i64(j, "format", RTB_STREAM_FORMAT);
+    rtb_json_str(j, "agent", "rtbench-agent");
+    rtb_json_str(j, "version", RTB_AGENT_VERSION);
+    rtb_json_str(j, "port", pi->port);
+    rtb_json_obj(j, "os");
+    rtb_json_str(j, "sysname", pi->sysname);
+    rtb_json_str(j, "release", pi->release);
+    rtb_json_str(j, "version", pi->version);
+    rtb_json_str(j, "machine", pi->machine);
+    rtb_json_obj_end(j);
+    rtb_json_obj(j, "cpu");
+    rtb_json_str(j, "model", pi->cpu_model);
+    rtb_json_i64(j, "count", pi->cpu_count);
+    rtb_json_obj_end(j);
+    rtb_json_obj(j, "clock");
+    rtb_json_str(j, "source", ti->clock_source);
+    rtb_json_i64(j, "resolution_ns", ti->clock_resolution_ns);
+    rtb_json_i64(j, "read_overhead_ns", ti->clock_read_overhead_ns);
+    rtb_json_obj(j, "cycles");
+    rtb_json_bool(j, "available", ti->cycles_available);
+    if (ti->cycles_available) {
+        rtb_json_str(j, "source", ti->cycles_source);
+        rtb_json_u64(j, "hz", ti->cycles_hz);
+        rtb_json_i64(j, "read_overhead_ns", ti->cycles_read_overhead_ns);
+    }
+    rtb_json_obj_end(j);
+    rtb_json_obj_end(j);
+    rtb_json_obj(j, "build");
+#ifdef __VERSION__
+    rtb_json_str(j, "compiler", __VERSION__);
+#endif
+    rtb_json_str(j, "flags", RTB_BUILD_FLAGS);
+    rtb_json_str(j, "type", RTB_BUILD_TYPE);
+#ifdef RTB_TEST_HOOKS
+    rtb_json_bool(j, "test_hooks", true);
+#else
+    rtb_json_bool(j, "test_hooks", false);
+#endif
+    rtb_json_obj_end(j);
+    rtb_json_obj(j, "realtime");
+    rtb_json_bool(j, "ok", pi->realtime);
+    rtb_json_str(j, "policy", pi->policy);
+    rtb_json_str(j, "detail", pi->rt_detail);
+    rtb_json_obj_end(j);
+    rtb_json_obj(j, "params");
+    rtb_json_i64(j, "cpu", o->cpu);
+    rtb_json_i64(j, "priority", o->priority);
+    rtb_json_bool(j, "samples", o->samples);
+    rtb_json_u64(j, "max_samples", o->max_samples);
+    rtb_json_arr(j, "cases");
+    for (int i = 0; i < nrun; i++)
+        rtb_json_str(j, NULL, run[i].c->id);
+    rtb_json_arr_end(j);
+    rtb_json_obj_end(j);
+    rtb_rec_end(s);
+}
+
+static rtb_result run_case(rtb_ctx *ctx, watchdog *wd, const planned *p)
+{
+    ctx->cur = p->c;
+    ctx->pv = &p->pv;
+    atomic_store(&ctx->stop, false);
+    rtb_time budget = case_budget(p->c, &p->pv);
+    rtb_json *j = rtb_rec_begin(ctx->stream, "begin");
+    rtb_json_str(j, "case", p->c->id);
+    rtb_json_str(j, "title", p->c->title);
+    rtb_json_obj(j, "params");
+    rtb_params_write(j, p->c, &p->pv);
+    rtb_json_i64(j, "cpu", ctx->opt->cpu);
+    rtb_json_i64(j, "priority", ctx->opt->priority);
+    rtb_json_obj_end(j);
+    rtb_json_i64(j, "deadline_ms", budget / 1000000);
+    rtb_rec_end(ctx->stream);
+
+    rtb_result r = RTB_UNSUPPORTED;
+    rtb_time t0 = rtb_clock_now();
+    if (!p->c->unsupported) {
+        if (!ctx->port->realtime)
+            rtb_warn(ctx, "not_realtime", "%s: figures measured without real-time priority",
+                     ctx->port->rt_detail);
+        ctx->deadline = t0 + budget;
+        watchdog_set(wd, ctx->deadline);
+        r = p->c->run(ctx);
+        watchdog_set(wd, 0);
+        /* Restore the main thread so the next case starts alike. */
+        rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
+    }
+    static const char *const names[] = {"passed", "failed", "error", "unsupported"};
+    j = rtb_rec_begin(ctx->stream, "end");
+    rtb_json_str(j, "case", p->c->id);
+    rtb_json_str(j, "result", names[r]);
+    rtb_json_i64(j, "duration_ns", rtb_clock_now() - t0);
+    rtb_json_str(j, "reason", p->c->unsupported ? p->c->unsupported : "");
+    rtb_rec_end(ctx->stream);
+    ctx->cur = NULL;
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"list", no_argument, NULL, 'l'},       {"cpu", required_argument, NULL, 'c'},
+        {"priority", required_argument, NULL, 'p'}, {"no-samples", no_argument, NULL, 'S'},
+        {"max-samples", required_argument, NULL, 'm'}, {"inject", required_argument, NULL, 'i'},
+        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
+    rtb_options opt = {.cpu = -1, .priority = 80, .samples = true, .max_samples = 1000000};
+    int ch;
+    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'l': list_cases(); return 0;
+        case 'c': opt.cpu = atoi(optarg); break;
+        case 'p': opt.priority = atoi(optarg); break;
+        case 'S': opt.samples = false; break;
+        case 'm': opt.max_samples = (size_t)strtoull(optarg, NULL, 10); break;
+        case 'i':
+#ifdef RTB_TEST_HOOKS
+            if (rtb_inject_set(optarg) != RTB_OK) {
+                fprintf(stderr, "rtbench-agent: bad --inject '%s'\n", optarg);
+                return 2;
+            }
+            break;
+#else
+            fprintf(stderr, "rtbench-agent: --inject needs a test build (RTB_TEST_HOOKS)\n");
+            return 2;
+#endif
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (opt.priority < 1 || opt.priority > RTB_PRIO_MAX - 2) {
+        fprintf(stderr, "rtbench-agent: --priority must be 1..%d\n", RTB_PRIO_MAX - 2);
+        return 2;
+    }
+    if (opt.max_samples < 1 || opt.max_samples > 100000000) {
+        fprintf(stderr, "rtbench-agent: --max-samples must be 1..100000000\n");
+        return 2;
+    }
+    static planned run[MAX_RUN];
+    int nrun = 0;
+    for (int i = optind; i < argc; i++) {
+        if (nrun == MAX_RUN) {
+            fprintf(stderr, "rtbench-agent: at most %d cases a run\n", MAX_RUN);
+            return 2;
+        }
+        if (!plan(argv[i], &run[nrun++]))
+            return 2;
+    }
+    if (nrun == 0) {
+        usage(stderr);
+        return 2;
+    }
+
+    static rtb_port_info pi;
+    static rtb_timing_info ti;
+    rtb_port_init(&pi);
+    if (opt.cpu < 0)
+        opt.cpu = pi.cpu_count - 1;
+    if (opt.cpu >= pi.cpu_count) {
+        fprintf(stderr, "rtbench-agent: --cpu %d: this machine has CPUs 0..%d\n", opt.cpu,
+                pi.cpu_count - 1);
+        return 2;
+    }
+    rtb_timing_init(&ti);
+    static rtb_stream stream;
+    rtb_stream_init(&stream, stdout);
+    hello(&stream, &opt, &pi, &ti, run, nrun);
+
+    static rtb_ctx ctx;
+    ctx.stream = &stream;
+    ctx.opt = &opt;
+    ctx.port = &pi;
+    ctx.timing = &ti;
+    if (!pi.realtime)
+        rtb_warn(&ctx, "not_realtime", "%s", pi.rt_detail);
+    if (!pi.memory_locked)
+        rtb_warn(&ctx, "mlock", "%s", pi.mlock_detail);
+
+    static watchdog wd;
+    wd.ctx = &ctx;
+    rtb_sem_create(&wd.wake, 0);
+    rtb_thread_attr wattr = {.name = "rtb-watchdog", .priority = RTB_PRIO_MAX, .cpu = -1};
+    rtb_thread_create(&wd.thread, &wattr, watchdog_main, &wd);
+    rtb_thread_self_set(RTB_PRIO_MAX - 1, opt.cpu);
+
+    rtb_result worst = RTB_PASSED;
+    for (int i = 0; i < nrun; i++) {
+        rtb_result r = run_case(&ctx, &wd, &run[i]);
+        if (r == RTB_ERROR || (r == RTB_FAILED && worst == RTB_PASSED))
+            worst = r;
+    }
+    atomic_store(&wd.quit, true);
+    rtb_sem_give(&wd.wake);
+    rtb_thread_join(&wd.thread, RTB_FOREVER);
+
+    rtb_json *j = rtb_rec_begin(&stream, "bye");
+    rtb_json_str(j, "result", worst == RTB_PASSED ? "passed" : worst == RTB_FAILED ? "failed" : "error");
+    rtb_json_u64(j, "records", stream.seq + 1);
+    rtb_rec_end(&stream);
+    return worst == RTB_PASSED ? 0 : worst == RTB_FAILED ? 1 : 3;
+}

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The agent core: JSON writer, stream writer, histograms, sample buffers,
+ * parameters, the case table and the context every case receives. */
+#ifndef RTB_CORE_H
+#define RTB_CORE_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rtb/port.h"
+#include "rtb/timing.h"
+#include "rtb/types.h"
+
+#define RTB_AGENT_VERSION "0.1.0"
+#define RTB_STREAM_FORMAT 1
+
+#if defined(__GNUC__)
+#define RTB_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define RTB_PRINTF(f, a)
+#endif
+
+/* ---- JSON writer (json.c): the only code that formats record bodies ---- */
+
+#define RTB_JSON_DEPTH 16
+
+typedef struct rtb_json {
+    char *buf;
+    size_t cap, len;
+    bool overflow;      /* something did not fit: the writer clipped it */
+    int skipped;        /* containers opened while clipped (not written) */
+    int depth;
+    bool first[RTB_JSON_DEPTH]; /* no member written yet at this depth */
+} rtb_json;
+
+void rtb_json_init(rtb_json *j, char *buf, size_t cap);
+/* key may be NULL inside arrays and for the outermost object. */
+void rtb_json_obj(rtb_json *j, const char *key);
+void rtb_json_obj_end(rtb_json *j);
+void rtb_json_arr(rtb_json *j, const char *key);
+void rtb_json_arr_end(rtb_json *j);
+void rtb_json_str(rtb_json *j, const char *key, const char *value);
+void rtb_json_strf(rtb_json *j, const char *key, const char *fmt, ...) RTB_PRINTF(3, 4);
+void rtb_json_i64(rtb_json *j, const char *key, int64_t value);
+void rtb_json_u64(rtb_json *j, const char *key, uint64_t value);
+void rtb_json_f64(rtb_json *j, const char *key, double value);
+void rtb_json_bool(rtb_json *j, const char *key, bool value);
+/* A number already formatted (digits of a value wider than 64 bits). */
+void rtb_json_num(rtb_json *j, const char *key, const char *digits);
+/* Appends pre-escaped text (base64 and the like) as a string value. */
+void rtb_json_raw_str(rtb_json *j, const char *key, const char *text, size_t len);
+
+/* ---- stream writer (stream.c) ----------------------------------------- */
+
+#define RTB_BODY_CAP 16384
+
+typedef struct rtb_stream {
+    FILE *out;
+    uint64_t seq;
+    rtb_mutex lock; /* the watchdog may write while a case is stuck */
+    rtb_json json;
+    char body[RTB_BODY_CAP];
+    char line[RTB_BODY_CAP + 128];
+    const char *kind;
+    bool urgent;
+    char urgent_body[2048];
+    char urgent_line[2048 + 128];
+} rtb_stream;
+
+uint32_t rtb_crc32(const void *data, size_t len);
+void rtb_stream_init(rtb_stream *s, FILE *out);
+/* Starts a record; the caller adds members to the returned writer and
+ * finishes with rtb_rec_end(), which writes and flushes the line. */
+rtb_json *rtb_rec_begin(rtb_stream *s, const char *kind);
+void rtb_rec_end(rtb_stream *s);
+/* Variant for the watchdog: gives up on the lock after a short wait. */
+rtb_json *rtb_rec_begin_urgent(rtb_stream *s, const char *kind);
+
+/* ---- histograms (hist.c) ---------------------------------------------- */
+
+typedef enum { RTB_HIST_LOG2, RTB_HIST_LINEAR } rtb_hist_kind;
+
+#define RTB_HIST_MAX_BUCKETS 2048
+
+typedef struct rtb_hist {
+    rtb_hist_kind kind;
+    int sub_bits;          /* log2 */
+    int64_t lo, width;     /* linear */
+    int nbuckets;
+    uint64_t n, underflow, overflow;
+    int64_t min, max;
+    __int128 sum;          /* exact: 10^9 samples of 10^10 ns do not fit int64 */
+    uint64_t counts[RTB_HIST_MAX_BUCKETS];
+} rtb_hist;
+
+void rtb_hist_init_log2(rtb_hist *h, int sub_bits);
+void rtb_hist_init_linear(rtb_hist *h, int64_t lo, int64_t width, int nbuckets);
+void rtb_hist_add(rtb_hist *h, int64_t v);
+
+/* ---- series: a sample buffer + its histogram (series.c) ---------------- */
+
+typedef struct rtb_series {
+    const char *name;
+    const char *point_key;  /* sweep coordinate name, or NULL */
+    int64_t point_value;
+    int64_t *v;             /* preallocated, prefaulted */
+    size_t cap, n;
+    uint64_t dropped;       /* pushed when full: in the hist, not in v */
+    rtb_hist hist;
+} rtb_series;
+
+/* Outside measured sections only: allocates and prefaults the buffer. */
+int rtb_series_init(rtb_series *s, const char *name, size_t cap);
+void rtb_series_set_point(rtb_series *s, const char *key, int64_t value);
+void rtb_series_free(rtb_series *s);
+/* Cheap enough for measured sections: no syscall, no allocation. */
+static inline void rtb_series_push(rtb_series *s, int64_t v)
+{
+    if (s->n < s->cap)
+        s->v[s->n++] = v;
+    else
+        s->dropped++;
+    rtb_hist_add(&s->hist, v);
+}
+
+/* ---- parameters (params.c) -------------------------------------------- */
+
+#define RTB_PARAM_MAX_VALUES 16
+#define RTB_CASE_MAX_PARAMS 12
+
+typedef struct rtb_param_def {
+    const char *name;
+    const char *help;
+    int64_t def[RTB_PARAM_MAX_VALUES];
+    int ndef;              /* >1: a sweep list by default */
+    int64_t min, max;
+    bool list;             /* accepts a list (a sweep) */
+} rtb_param_def;
+
+typedef struct rtb_param_values {
+    int64_t v[RTB_CASE_MAX_PARAMS][RTB_PARAM_MAX_VALUES];
+    int n[RTB_CASE_MAX_PARAMS];
+} rtb_param_values;
+
+/* ---- the context a case runs in -------------------------------------- */
+
+typedef enum { RTB_PASSED, RTB_FAILED, RTB_ERROR, RTB_UNSUPPORTED } rtb_result;
+
+typedef struct rtb_options {
+    int cpu;             /* measurement CPU */
+    int priority;        /* base real-time priority of case threads */
+    bool samples;        /* emit raw samples as well as histograms */
+    size_t max_samples;  /* per series buffer */
+} rtb_options;
+
+struct rtb_case;
+
+typedef struct rtb_ctx {
+    rtb_stream *stream;
+    const rtb_options *opt;
+    const rtb_port_info *port;
+    const rtb_timing_info *timing;
+    const struct rtb_case *cur;
+    const rtb_param_values *pv;
+    atomic_bool stop;      /* set by the monitor: measured loops check it */
+    rtb_time deadline;     /* hard deadline of the current case */
+} rtb_ctx;
+
+typedef struct rtb_case {
+    const char *id;
+    const char *title;
+    const rtb_param_def *params;
+    int nparams;
+    /* Returns the case result; writes its own series, checks and warnings. */
+    rtb_result (*run)(rtb_ctx *ctx);
+    const char *unsupported; /* non-NULL: why this port cannot run it */
+} rtb_case;
+
+extern const rtb_case *const rtb_cases[];
+extern const int rtb_ncases;
+const rtb_case *rtb_case_find(const char *id);
+
+/* Parameter lookup inside a case (by name; aborts on a typo in the case). */
+int64_t rtb_param(const rtb_ctx *ctx, const char *name);
+int rtb_param_list(const rtb_ctx *ctx, const char *name, const int64_t **values);
+/* Parses "k=v[,v..]" into pv; writes a clear message to err on failure. */
+int rtb_params_defaults(const rtb_case *c, rtb_param_values *pv);
+int rtb_params_set(const rtb_case *c, rtb_param_values *pv, const char *assignment,
+                   char *err, size_t errcap);
+void rtb_params_write(rtb_json *j, const rtb_case *c, const rtb_param_values *pv);
+
+/* ---- helpers for cases (run.c) ---------------------------------------- */
+
+/* Duration-bounded measurement: the monitor (the calling thread, raised to
+ * the top priority on the measurement CPU) sleeps until `duration_ns` from
+ * now, then sets ctx->stop. */
+void rtb_monitor(rtb_ctx *ctx, rtb_time duration_ns);
+/* Joins case threads; a thread that does not stop by the hard deadline
+ * makes the watchdog end the run (the case cannot be trusted). */
+int rtb_join_all(rtb_ctx *ctx, rtb_thread *threads, int n);
+rtb_thread_attr rtb_attr(const rtb_ctx *ctx, const char *name, int prio_offset);
+
+/* Records: all of them outside measured sections. */
+void rtb_emit_series(rtb_ctx *ctx, const rtb_series *s);
+void rtb_emit_check(rtb_ctx *ctx, const char *name, bool pass, const char *fmt, ...)
+    RTB_PRINTF(4, 5);
+void rtb_emit_check_error(rtb_ctx *ctx, const char *name, const char *fmt, ...)
+    RTB_PRINTF(3, 4);
+void rtb_warn(rtb_ctx *ctx, const char *code, const char *fmt, ...) RTB_PRINTF(3, 4);
+
+/* Test builds only (RTB_TEST_HOOKS): injected faults that known-answer
+ * tests use to show a case measures what it claims. */
+typedef enum {
+    RTB_INJ_YIELD_DELAY,   /* busy-wait before a yield */
+    RTB_INJ_GIVE_DELAY,    /* busy-wait before a semaphore give */
+    RTB_INJ_SEM_NOBLOCK,   /* a broken semaphore: take never blocks */
+    RTB_INJ_REF_DELAY,     /* busy-wait inside the CAL-REF workload */
+    RTB_INJ_COUNT
+} rtb_inject_site;
+
+#ifdef RTB_TEST_HOOKS
+int64_t rtb_inject_value(rtb_inject_site site);
+int rtb_inject_set(const char *assignment);
+void rtb_inject_delay(rtb_inject_site site);
+#define RTB_INJECT_DELAY(site) rtb_inject_delay(site)
+#define RTB_INJECTED(site) (rtb_inject_value(site) != 0)
+#else
+#define RTB_INJECT_DELAY(site) ((void)0)
+#define RTB_INJECTED(site) 0
+#endif
+
+#endif

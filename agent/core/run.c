@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What every case shares: the monitor that ends it, thread attributes,
+ * and the records it writes after its measured section. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "rtb.h"
+
+rtb_thread_attr rtb_attr(const rtb_ctx *ctx, const char *name, int prio_offset)
+{
+    int prio = ctx->opt->priority + prio_offset;
+    if (prio > RTB_PRIO_MAX - 2) /* the top two belong to monitor and watchdog */
+        prio = RTB_PRIO_MAX - 2;
+    if (prio < 1)
+        prio = 1;
+    return (rtb_thread_attr){.name = name, .priority = prio, .cpu = ctx->opt->cpu};
+}
+
+void rtb_monitor(rtb_ctx *ctx, rtb_time duration_ns)
+{
+    rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
+    rtb_sleep_until(rtb_clock_now() + duration_ns);
+    atomic_store(&ctx->stop, true);
+}
+
+int rtb_join_all(rtb_ctx *ctx, rtb_thread *threads, int n)
+{
+    int rc = RTB_OK;
+    for (int i = 0; i < n; i++) {
+        int r = rtb_thread_join(&threads[i], ctx->deadline);
+        if (r != RTB_OK)
+            rc = r;
+    }
+    return rc;
+}
+
+static void case_keys(rtb_json *j, const rtb_ctx *ctx)
+{
+    rtb_json_str(j, "case", ctx->cur->id);
+}
+
+static void series_keys(rtb_json *j, const rtb_ctx *ctx, const rtb_series *s)
+{
+    case_keys(j, ctx);
+    rtb_json_str(j, "series", s->name);
+    if (s->point_key) {
+        rtb_json_obj(j, "point");
+        rtb_json_i64(j, s->point_key, s->point_value);
+        rtb_json_obj_end(j);
+    }
+    rtb_json_str(j, "unit", "ns");
+}
+
+static void exact_keys(rtb_json *j, const rtb_hist *h)
+{
+    rtb_json_u64(j, "n", h->n);
+    if (h->n) {
+        rtb_json_i64(j, "min", h->min);
+        rtb_json_i64(j, "max", h->max);
+    }
+    /* The sum may not fit 64 bits; JSON integers have no limit. */
+    __int128 sum = h->sum;
+    char digits[48], *p = digits + sizeof digits - 1;
+    bool neg = sum < 0;
+    unsigned __int128 u = neg ? -(unsigned __int128)sum : (unsigned __int128)sum;
+    *p = '\0';
+    do {
+        *--p = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    if (neg)
+        *--p = '-';
+    rtb_json_num(j, "sum", p);
+}
+
+/* Zig-zag LEB128 deltas in base64: docs/wire-format.md, "samples". */
+#define CHUNK 512
+
+static size_t encode_chunk(const int64_t *v, size_t n, unsigned char *out)
+{
+    size_t len = 0;
+    int64_t prev = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t d = (uint64_t)v[i] - (uint64_t)prev; /* wraps like the decoder */
+        prev = v[i];
+        uint64_t z = (d << 1) ^ (uint64_t)((int64_t)d >> 63);
+        do {
+            unsigned char b = z & 0x7F;
+            z >>= 7;
+            out[len++] = (unsigned char)(b | (z ? 0x80 : 0));
+        } while (z);
+    }
+    return len;
+}
+
+static size_t base64(const unsigned char *in, size_t n, char *out)
+{
+    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t o = 0, i = 0;
+    for (; i + 2 < n; i += 3) {
+        uint32_t x = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        out[o++] = t[x >> 18];
+        out[o++] = t[(x >> 12) & 63];
+        out[o++] = t[(x >> 6) & 63];
+        out[o++] = t[x & 63];
+    }
+    if (i < n) {
+        uint32_t x = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0);
+        out[o++] = t[x >> 18];
+        out[o++] = t[(x >> 12) & 63];
+        out[o++] = i + 1 < n ? t[(x >> 6) & 63] : '=';
+        out[o++] = '=';
+    }
+    return o;
+}
+
+static void emit_hist(rtb_ctx *ctx, const rtb_series *s)
+{
+    const rtb_hist *h = &s->hist;
+    rtb_json *j = rtb_rec_begin(ctx->stream, "hist");
+    series_keys(j, ctx, s);
+    rtb_json_obj(j, "layout");
+    if (h->kind == RTB_HIST_LOG2) {
+        rtb_json_str(j, "kind", "log2");
+        rtb_json_i64(j, "sub_bits", h->sub_bits);
+    } else {
+        rtb_json_str(j, "kind", "linear");
+        rtb_json_i64(j, "lo", h->lo);
+        rtb_json_i64(j, "width", h->width);
+        rtb_json_i64(j, "buckets", h->nbuckets);
+    }
+    rtb_json_obj_end(j);
+    exact_keys(j, h);
+    rtb_json_u64(j, "underflow", h->underflow);
+    rtb_json_u64(j, "overflow", h->overflow);
+    rtb_json_arr(j, "counts");
+    for (int i = 0; i < h->nbuckets; i++) {
+        if (!h->counts[i])
+            continue;
+        rtb_json_arr(j, NULL);
+        rtb_json_i64(j, NULL, i);
+        rtb_json_u64(j, NULL, h->counts[i]);
+        rtb_json_arr_end(j);
+    }
+    rtb_json_arr_end(j);
+    rtb_rec_end(ctx->stream);
+}
+
+void rtb_emit_series(rtb_ctx *ctx, const rtb_series *s)
+{
+    rtb_json *j = rtb_rec_begin(ctx->stream, "summary");
+    series_keys(j, ctx, s);
+    exact_keys(j, &s->hist);
+    rtb_json_u64(j, "dropped", s->dropped);
+    rtb_rec_end(ctx->stream);
+    emit_hist(ctx, s);
+    if (!ctx->opt->samples)
+        return;
+    static unsigned char raw[CHUNK * 10];
+    static char b64[(CHUNK * 10 + 2) / 3 * 4 + 4];
+    for (size_t off = 0; off < s->n; off += CHUNK) {
+        size_t n = s->n - off < CHUNK ? s->n - off : CHUNK;
+        size_t len = base64(raw, encode_chunk(s->v + off, n, raw), b64);
+        j = rtb_rec_begin(ctx->stream, "samples");
+        series_keys(j, ctx, s);
+        rtb_json_str(j, "enc", "zzd-varint-b64");
+        rtb_json_u64(j, "offset", off);
+        rtb_json_u64(j, "count", n);
+        rtb_json_raw_str(j, "data", b64, len);
+        rtb_rec_end(ctx->stream);
+    }
+}
+
+static void vcheck(rtb_ctx *ctx, const char *name, const char *verdict, const char *fmt, va_list ap)
+{
+    char detail[1024];
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    rtb_json *j = rtb_rec_begin(ctx->stream, "check");
+    case_keys(j, ctx);
+    rtb_json_str(j, "name", name);
+    rtb_json_str(j, "verdict", verdict);
+    rtb_json_str(j, "detail", detail);
+    rtb_rec_end(ctx->stream);
+}
+
+void rtb_emit_check(rtb_ctx *ctx, const char *name, bool pass, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vcheck(ctx, name, pass ? "pass" : "fail", fmt, ap);
+    va_end(ap);
+}
+
+void rtb_emit_check_error(rtb_ctx *ctx, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vcheck(ctx, name, "error", fmt, ap);
+    va_end(ap);
+}
+
+void rtb_warn(rtb_ctx *ctx, const char *code, const char *fmt, ...)
+{
+    char detail[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    rtb_json *j = rtb_rec_begin(ctx->stream, "warn");
+    rtb_json_str(j, "code", code);
+    if (ctx->cur)
+        case_keys(j, ctx);
+    rtb_json_str(j, "detail", detail);
+    rtb_rec_end(ctx->stream);
+}

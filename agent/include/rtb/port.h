@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The rtbench porting layer: everything a case may ask of the OS.
+ *
+ * A port is one .c file implementing these functions (plus timing.h). They
+ * are real functions, never macros, so a port can be checked against this
+ * header alone. Every call that can fail returns an int status: RTB_OK or a
+ * negative RTB_E* code. The porting rules are in docs/porting.md.
+ */
+#ifndef RTB_PORT_H
+#define RTB_PORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rtb/types.h"
+
+/* Opaque storage sizes: cases keep port objects by value (no heap in the
+ * measured path); a port asserts at compile time that its object fits. */
+#define RTB_THREAD_STORAGE 64
+#define RTB_SEM_STORAGE 64
+#define RTB_MUTEX_STORAGE 64
+#define RTB_QUEUE_STORAGE 64
+#define RTB_EVENT_STORAGE 96
+
+typedef struct { _Alignas(16) unsigned char opaque[RTB_THREAD_STORAGE]; } rtb_thread;
+typedef struct { _Alignas(16) unsigned char opaque[RTB_SEM_STORAGE]; } rtb_sem;
+typedef struct { _Alignas(16) unsigned char opaque[RTB_MUTEX_STORAGE]; } rtb_mutex;
+typedef struct { _Alignas(16) unsigned char opaque[RTB_QUEUE_STORAGE]; } rtb_queue;
+typedef struct { _Alignas(16) unsigned char opaque[RTB_EVENT_STORAGE]; } rtb_event;
+
+typedef void (*rtb_thread_fn)(void *arg);
+/* Runs in interrupt (POSIX: signal) context: only async-signal-safe work. */
+typedef void (*rtb_event_fn)(void *arg);
+
+typedef struct rtb_thread_attr {
+    const char *name;  /* for debuggers and traces; may be NULL */
+    int priority;      /* 1 (lowest) .. RTB_PRIO_MAX (highest), real-time */
+    int cpu;           /* CPU to pin to, or -1 for any */
+    size_t stack_size; /* 0: the port's default */
+} rtb_thread_attr;
+
+#define RTB_PRIO_MAX 99
+#define RTB_FOREVER INT64_MAX /* a deadline that never comes */
+#define RTB_MUTEX_PI 1u       /* rtb_mutex_create flag: priority inheritance */
+
+/* ---- system ---------------------------------------------------------- */
+
+/* Once, before anything else: lock memory, probe real-time privilege and
+ * fill `info` (identity, CPU, whether real-time scheduling is available). */
+int rtb_port_init(rtb_port_info *info);
+/* The scheduling clock that deadlines and rtb_sleep_until use, in ns. */
+rtb_time rtb_clock_now(void);
+/* Leave at once with `status`, without running anything more: the last
+ * resort of the watchdog when a case does not stop. */
+void rtb_port_abort(int status);
+
+/* ---- threads --------------------------------------------------------- */
+
+/* Creates and starts a thread. If the port cannot grant real-time priority
+ * it still creates the thread (at normal priority) and returns RTB_OK;
+ * rtb_port_info.realtime already said so. */
+int rtb_thread_create(rtb_thread *t, const rtb_thread_attr *attr, rtb_thread_fn fn, void *arg);
+/* Waits until the thread returned, or until `deadline` (RTB_ETIMEDOUT). */
+int rtb_thread_join(rtb_thread *t, rtb_time deadline);
+/* Gives the CPU to the next ready thread of the same priority, if any. */
+void rtb_thread_yield(void);
+/* Sets the calling thread's priority (1..RTB_PRIO_MAX) and CPU (-1: keep). */
+int rtb_thread_self_set(int priority, int cpu);
+/* Blocks the caller until rtb_clock_now() >= `when`. */
+int rtb_sleep_until(rtb_time when);
+
+/* ---- counting semaphores --------------------------------------------- */
+
+int rtb_sem_create(rtb_sem *s, unsigned initial);
+int rtb_sem_delete(rtb_sem *s);
+/* Increments; wakes the highest-priority waiter (who may preempt). */
+int rtb_sem_give(rtb_sem *s);
+/* Decrements, blocking while the count is 0 until `deadline`
+ * (RTB_ETIMEDOUT); deadline 0 = do not block (RTB_EAGAIN). */
+int rtb_sem_take(rtb_sem *s, rtb_time deadline);
+
+/* ---- mutexes --------------------------------------------------------- */
+
+int rtb_mutex_create(rtb_mutex *m, unsigned flags);
+int rtb_mutex_delete(rtb_mutex *m);
+int rtb_mutex_lock(rtb_mutex *m);
+int rtb_mutex_unlock(rtb_mutex *m);
+
+/* ---- message queues -------------------------------------------------- */
+
+int rtb_queue_create(rtb_queue *q, size_t msg_size, unsigned depth);
+int rtb_queue_delete(rtb_queue *q);
+/* Deadline 0 = do not block: a full queue gives RTB_EAGAIN. */
+int rtb_queue_send(rtb_queue *q, const void *msg, size_t len, rtb_time deadline);
+/* Returns the message length (>= 0) or an RTB_E* code. */
+int rtb_queue_receive(rtb_queue *q, void *buf, size_t cap, rtb_time deadline);
+
+/* ---- interrupt-like events ------------------------------------------- */
+
+/* An event source whose handler runs in interrupt context on `target`
+ * (a thread the caller created, or NULL: the calling thread). POSIX: a
+ * real-time signal delivered to that thread; RTOS: a hardware timer or a
+ * software-triggered interrupt. */
+int rtb_event_create(rtb_event *e, rtb_event_fn handler, void *arg, rtb_thread *target);
+int rtb_event_delete(rtb_event *e);
+/* Fires the handler at absolute time `when` (rtb_clock_now() clock), and
+ * then every `period` ns if period > 0. */
+int rtb_event_arm(rtb_event *e, rtb_time when, rtb_time period);
+/* Fires the handler now, from the calling thread (software trigger). */
+int rtb_event_raise(rtb_event *e);
+/* Events that fired while the previous one was still pending (lost). */
+int64_t rtb_event_overruns(rtb_event *e);
+
+#endif

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Types shared by the porting layer, the timing interface and the core. */
+#ifndef RTB_TYPES_H
+#define RTB_TYPES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Nanoseconds. Signed so that differences and "not yet" are natural. */
+typedef int64_t rtb_time;
+
+enum {
+    RTB_OK = 0,
+    RTB_EINVAL = -1,    /* a bad argument */
+    RTB_ENOMEM = -2,    /* out of memory or of OS objects */
+    RTB_EPERM = -3,     /* not permitted */
+    RTB_ETIMEDOUT = -4, /* the deadline passed */
+    RTB_EAGAIN = -5,    /* would block and the caller said not to */
+    RTB_ENOTSUP = -6,   /* the port cannot do this */
+    RTB_EFAIL = -7      /* anything else */
+};
+
+/* What the port found at start-up; goes into the `hello` record. */
+typedef struct rtb_port_info {
+    const char *port;     /* "posix" */
+    char sysname[72];
+    char release[128];
+    char version[256];
+    char machine[72];
+    char cpu_model[128];
+    int cpu_count;
+    bool realtime;        /* real-time priorities are available */
+    char policy[32];      /* "SCHED_FIFO", or what the port falls back to */
+    char rt_detail[192];  /* why not real-time, when not */
+    bool memory_locked;
+    char mlock_detail[128];
+} rtb_port_info;
+
+#endif

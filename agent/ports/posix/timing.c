@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Timestamps for the POSIX port: CLOCK_MONOTONIC_RAW (not slewed by NTP,
+ * read through the vDSO) and the CPU cycle counter where there is one. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "../../core/rtb.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define CYCLES_SOURCE "rdtsc"
+static inline uint64_t read_cycles(void) { return __rdtsc(); }
+#elif defined(__aarch64__)
+#define CYCLES_SOURCE "cntvct_el0"
+static inline uint64_t read_cycles(void)
+{
+    uint64_t v;
+    __asm__ volatile("isb; mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+}
+#else
+#define CYCLES_SOURCE ""
+static inline uint64_t read_cycles(void) { return 0; }
+#endif
+
+rtb_time rtb_ts_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    return (rtb_time)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+uint64_t rtb_cycles_now(void) { return read_cycles(); }
+
+rtb_time rtb_cycles_to_ns(const rtb_timing_info *info, uint64_t cycles)
+{
+    if (!info->cycles_hz)
+        return 0;
+    return (rtb_time)((unsigned __int128)cycles * 1000000000u / info->cycles_hz);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+#define BATCHES 201
+#define PER_BATCH 64
+
+/* Median over batches of the mean cost of one read: robust to the
+ * interrupts that land in a few batches. */
+static int64_t clock_overhead(void)
+{
+    int64_t cost[BATCHES];
+    for (int b = 0; b < BATCHES; b++) {
+        rtb_time t0 = rtb_ts_now();
+        for (int i = 0; i < PER_BATCH - 1; i++)
+            (void)rtb_ts_now();
+        rtb_time t1 = rtb_ts_now();
+        cost[b] = (t1 - t0) / PER_BATCH;
+    }
+    qsort(cost, BATCHES, sizeof cost[0], cmp_i64);
+    return cost[BATCHES / 2];
+}
+
+static int64_t cycles_overhead(const rtb_timing_info *info)
+{
+    int64_t cost[BATCHES];
+    for (int b = 0; b < BATCHES; b++) {
+        uint64_t c0 = read_cycles();
+        for (int i = 0; i < PER_BATCH - 1; i++)
+            (void)read_cycles();
+        uint64_t c1 = read_cycles();
+        cost[b] = rtb_cycles_to_ns(info, c1 - c0) / PER_BATCH;
+    }
+    qsort(cost, BATCHES, sizeof cost[0], cmp_i64);
+    return cost[BATCHES / 2];
+}
+
+int rtb_timing_init(rtb_timing_info *info)
+{
+    snprintf(info->clock_source, sizeof info->clock_source, "clock_gettime(CLOCK_MONOTONIC_RAW)");
+    struct timespec res;
+    clock_getres(CLOCK_MONOTONIC_RAW, &res);
+    info->clock_resolution_ns = (int64_t)res.tv_sec * 1000000000 + res.tv_nsec;
+    info->clock_read_overhead_ns = clock_overhead();
+    info->cycles_available = read_cycles() != 0;
+    if (!info->cycles_available)
+        return RTB_OK;
+    snprintf(info->cycles_source, sizeof info->cycles_source, "%s", CYCLES_SOURCE);
+    /* Calibrate over ~50 ms; a preemption inside the window only shifts
+     * both ends, it does not bias the rate. */
+    rtb_time t0 = rtb_ts_now();
+    uint64_t c0 = read_cycles();
+    struct timespec nap = {0, 50000000};
+    nanosleep(&nap, NULL);
+    rtb_time t1 = rtb_ts_now();
+    uint64_t c1 = read_cycles();
+    info->cycles_hz = t1 > t0 ? (uint64_t)((unsigned __int128)(c1 - c0) * 1000000000u /
+                                          (uint64_t)(t1 - t0))
+                              : 0;
+    info->cycles_read_overhead_ns = cycles_overhead(info);
+    return RTB_OK;
+}

@@ -1,0 +1,204 @@
+"""The host's data model: run -> case -> series (+ checks, warnings).
+
+Plain typed dataclasses. Constructors never probe the machine or read files;
+probing is `rtbench.probe`, parsing is `rtbench.stream`, storage is
+`rtbench.store`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+Verdict = Literal["pass", "fail", "error"]
+CaseOutcome = Literal["passed", "failed", "error", "unsupported"]
+RunOutcome = Literal["passed", "failed", "error"]
+
+# Worst first: a run's result is the worst of its cases'.
+_OUTCOME_RANK = {"error": 0, "failed": 1, "passed": 2, "unsupported": 3}
+
+Point = dict[str, int | str]
+Int64Array = npt.NDArray[np.int64]
+
+
+def point_key(point: Point) -> str:
+    """A canonical text form of a sweep point, e.g. 'n=128' ('' for none)."""
+    return ",".join(f"{k}={point[k]}" for k in sorted(point))
+
+
+@dataclass
+class Histogram:
+    """A target-side histogram, exactly as the `hist` record carried it."""
+
+    layout: dict[str, Any]
+    counts: list[tuple[int, int]]  # sparse (bucket index, count), ascending
+    n: int
+    min: int
+    max: int
+    sum: int
+    underflow: int = 0
+    overflow: int = 0
+
+    def bucket_bounds(self, index: int) -> tuple[int, int]:
+        """[lo, hi) of bucket `index` in the series' unit."""
+        kind = self.layout.get("kind")
+        if kind == "log2":
+            s = int(self.layout["sub_bits"])
+            if index < (2 << s):
+                return index, index + 1
+            shift = index // (1 << s) - 1
+            mant = index - shift * (1 << s)
+            return mant << shift, (mant + 1) << shift
+        if kind == "linear":
+            lo, width = int(self.layout["lo"]), int(self.layout["width"])
+            return lo + index * width, lo + (index + 1) * width
+        raise ValueError(f"unknown histogram layout {kind!r}")
+
+
+@dataclass
+class Series:
+    """One result series of a case, at one sweep point."""
+
+    case: str
+    name: str
+    point: Point = field(default_factory=dict)
+    unit: str = "ns"
+    samples: Int64Array | None = None  # raw samples when the run kept them
+    holes: int = 0  # samples missing from `samples` (lost chunks)
+    hist: Histogram | None = None
+    # Exact figures from the target's `summary` record.
+    n: int = 0
+    min: int | None = None
+    max: int | None = None
+    sum: int = 0
+    dropped: int = 0  # samples the target could not buffer (still in n/min/max)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.case, self.name, point_key(self.point))
+
+    @property
+    def label(self) -> str:
+        pk = point_key(self.point)
+        return f"{self.name}[{pk}]" if pk else self.name
+
+    @property
+    def mean(self) -> float | None:
+        return self.sum / self.n if self.n else None
+
+
+@dataclass
+class Check:
+    case: str
+    name: str
+    verdict: Verdict
+    detail: str = ""
+
+
+@dataclass
+class Warning:
+    code: str
+    detail: str = ""
+    case: str | None = None
+
+
+@dataclass
+class CaseResult:
+    case: str
+    title: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+    outcome: CaseOutcome = "error"
+    duration_ns: int = 0
+    reason: str = ""
+    series: list[Series] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+    warnings: list[Warning] = field(default_factory=list)
+
+    def find(self, name: str, point: Point | None = None) -> Series | None:
+        for s in self.series:
+            if s.name == name and (point is None or s.point == point):
+                return s
+        return None
+
+
+@dataclass
+class StreamIssue:
+    """Something wrong with the stream itself (not with the OS measured)."""
+
+    kind: Literal["damaged", "gap", "duplicate", "truncated", "order", "version"]
+    detail: str
+    line: int | None = None  # 1-based line number in the stream, when known
+
+    def __str__(self) -> str:
+        where = f"line {self.line}: " if self.line is not None else ""
+        return f"{where}{self.kind}: {self.detail}"
+
+
+@dataclass
+class Run:
+    """One run of the agent on one target, as parsed and as stored."""
+
+    hello: dict[str, Any] = field(default_factory=dict)
+    cases: list[CaseResult] = field(default_factory=list)
+    warnings: list[Warning] = field(default_factory=list)  # run-wide
+    issues: list[StreamIssue] = field(default_factory=list)
+    bye: dict[str, Any] | None = None
+    log: list[str] = field(default_factory=list)  # console noise lines
+    # Filled by the host, not the stream:
+    id: int | None = None
+    started_at: str = ""  # ISO 8601 UTC
+    target: str = "local"
+    labels: dict[str, str] = field(default_factory=dict)
+    machine: dict[str, Any] = field(default_factory=dict)  # rtbench.probe output
+    source: str = ""  # how the stream arrived: "run", "ingest FILE"
+
+    @property
+    def complete(self) -> bool:
+        return self.bye is not None and not any(
+            i.kind in ("gap", "truncated") for i in self.issues
+        )
+
+    @property
+    def realtime(self) -> bool:
+        rt = self.hello.get("realtime", {})
+        return bool(rt.get("ok", False)) if isinstance(rt, dict) else False
+
+    @property
+    def outcome(self) -> RunOutcome:
+        worst: RunOutcome = "passed"
+        for c in self.cases:
+            if c.outcome == "error":
+                return "error"
+            if c.outcome == "failed":
+                worst = "failed"
+        if not self.complete:
+            return "error"
+        return worst
+
+    def case(self, case_id: str) -> CaseResult | None:
+        for c in self.cases:
+            if c.case == case_id:
+                return c
+        return None
+
+    def all_warnings(self) -> list[Warning]:
+        return self.warnings + [w for c in self.cases for w in c.warnings]
+
+    @property
+    def t_std_ns(self) -> float | None:
+        """T_std of CAL-REF, the hardware calibration unit, when the run has it."""
+        cal = self.case("CAL-REF")
+        s = cal.find("t_std") if cal else None
+        return s.mean if s is not None else None
+
+
+def worst_outcome(outcomes: list[str]) -> str:
+    return min(outcomes, key=lambda o: _OUTCOME_RANK.get(o, 0)) if outcomes else "passed"
+
+
+def to_json(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
