@@ -1,0 +1,1 @@
+"""Statistics, scores and (later) ratings, comparisons and worst-case estimates."""

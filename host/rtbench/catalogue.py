@@ -1,0 +1,99 @@
+"""The case catalogue (docs/catalogue.md) and each case's status per port.
+
+The IDs and titles are the spec's; whether a case is implemented on a port
+comes from the agent itself (`rtbench-agent --list`), so this table can
+never claim more than the agent does.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FAMILIES: dict[str, str] = {
+    "CAL": "timing and calibration",
+    "THR": "scheduler",
+    "SYS": "system calls",
+    "SEM": "semaphores",
+    "MUT": "mutexes",
+    "MQ": "message queues",
+    "IRQ": "interrupts",
+    "CLK": "system clock",
+    "JIT": "periodic release jitter",
+    "RSP": "external stimulus response",
+}
+
+CATALOGUE: dict[str, str] = {
+    "CAL-TIMER": "The timestamp source",
+    "CAL-REF": "Hardware calibration unit T_std",
+    "THR-SW": "Switch between threads of the same priority",
+    "THR-PRE": "Task preemption time",
+    "THR-CTX": "Context switch vs number of tasks",
+    "THR-NEW": "Thread create and delete time",
+    "THR-B-NEW": "Creation semantics",
+    "THR-B-RR": "Round-robin fairness",
+    "THR-LOCK": "Scheduler lock / unlock",
+    "SYS-CALL": "System call latency table",
+    "SEM-SHF": "Semaphore shuffle",
+    "SEM-B-LCK": "Counting semaphore semantics",
+    "SEM-B-REL": "Release order",
+    "SEM-NEW": "Semaphore create / delete time",
+    "SEM-ARN": "Take / give, no contention",
+    "SEM-ARC": "Take / give, contention",
+    "SEM-TAKE": "Binary semaphore take",
+    "MUT-B-PI": "Priority-inversion avoidance",
+    "MUT-ARN": "Lock / unlock, no contention",
+    "MUT-ARC": "Lock / unlock under inversion",
+    "MQ-SEND": "Send variants",
+    "MQ-LAT": "Message latency",
+    "IRQ-LAT": "Interrupt latency",
+    "IRQ-RSP": "Interrupt response under load",
+    "IRQ-DLT": "Dispatch latency",
+    "IRQ-TLT": "Interrupt to thread",
+    "IRQ-SUS": "Maximum sustained interrupt rate",
+    "CLK-DUR": "Clock tick processing duration",
+    "CLK-RES": "Timer granularity",
+    "JIT-PER": "Periodic task release jitter",
+    "JIT-AB": "Same experiment, two configurations",
+    "RSP-IO": "Input edge to output edge",
+}
+
+
+@dataclass
+class AgentCase:
+    id: str
+    title: str
+    supported: bool
+    reason: str = ""
+    params: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def param_names(self) -> set[str]:
+        return {str(p["name"]) for p in self.params}
+
+
+def agent_cases(exe: Path) -> dict[str, AgentCase]:
+    """What this agent build implements, from `rtbench-agent --list`."""
+    out = subprocess.run(
+        [str(exe), "--list"], capture_output=True, text=True, check=True, timeout=30
+    ).stdout
+    cases: dict[str, AgentCase] = {}
+    for line in out.splitlines():
+        d = json.loads(line)
+        cases[d["id"]] = AgentCase(
+            d["id"], d["title"], bool(d["supported"]), d.get("reason", ""), d.get("params", [])
+        )
+    return cases
+
+
+def status(case_id: str, port_cases: dict[str, AgentCase]) -> tuple[str, str]:
+    """(status, note) of a catalogue case on a port."""
+    c = port_cases.get(case_id)
+    if c is None:
+        return "planned", ""
+    if not c.supported:
+        return "unsupported", c.reason
+    return "implemented", ""

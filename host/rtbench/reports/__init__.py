@@ -1,0 +1,1 @@
+"""Reports of stored runs: terminal now; HTML, Markdown, JSON and JUnit later."""

@@ -1,0 +1,145 @@
+"""The terminal summary of a run: figures per series, checks, warnings,
+stream problems. Times in µs; the maximum is the headline."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from rtbench.analysis.stats import score, series_stats
+from rtbench.model import Run
+
+# Cases whose published method filters gross errors (catalogue: Analysis).
+SIGMA3_CASES = {"THR-SW"}
+
+_OUTCOME_STYLE = {
+    "passed": "green",
+    "failed": "red",
+    "error": "bold red",
+    "unsupported": "yellow",
+}
+_VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "bold red"}
+
+
+def us(ns: float | None) -> str:
+    if ns is None:
+        return "-"
+    return f"{ns / 1000:.3f}"
+
+
+def _header(run: Run, console: Console) -> None:
+    m, h = run.machine, run.hello
+    pre = m.get("preemption") or {}
+    kernel = m.get("kernel_release") or h.get("os", {}).get("release", "?")
+    model = pre.get("model") or "?"
+    mode = f" ({pre['mode']})" if pre.get("mode") else ""
+    cpu = h.get("cpu", {})
+    clock = h.get("clock", {})
+    title = f"run {run.id}" if run.id is not None else "run (not stored)"
+    console.print(Text(f"rtbench {title} · {run.started_at} · target {run.target}", style="bold"))
+    console.print(
+        f"  {h.get('os', {}).get('sysname', '?')} {kernel} · {model}{mode} · "
+        f"{cpu.get('model', '?')} × {cpu.get('count', '?')} · "
+        f"clock {clock.get('source', '?')} (read {clock.get('read_overhead_ns', '?')} ns)",
+        highlight=False,
+    )
+    if run.labels:
+        console.print("  labels: " + ", ".join(f"{k}={v}" for k, v in run.labels.items()),
+                      highlight=False, markup=False)
+    if not run.realtime:
+        detail = h.get("realtime", {}).get("detail", "") if isinstance(h.get("realtime"), dict) else ""
+        console.print(
+            Text(
+                "  NOT REAL-TIME: the agent ran without real-time priority; every figure below "
+                f"is flagged not_realtime and says little about this OS. {detail}\n"
+                "  Fix: run as root or grant CAP_SYS_NICE (see `rtbench doctor`).",
+                style="bold white on red",
+            )
+        )
+
+
+def _figures(run: Run) -> Table:
+    rows: list[list[str | Text]] = []
+    for c in run.cases:
+        for s in c.series:
+            st = series_stats(s, sigma3=c.case in SIGMA3_CASES)
+            flags = []
+            if not run.realtime:
+                flags.append("[red]not_realtime[/red]")
+            if st.bounded:
+                flags.append("p≤bucket")
+            if s.dropped:
+                flags.append(f"dropped {s.dropped}")
+            if s.holes:
+                flags.append(f"[yellow]lost {s.holes}[/yellow]")
+            filt = "-"
+            if st.filtered_max is not None:
+                filt = f"{us(st.filtered_max)} (-{st.filtered_out})"
+            sc = score(s.mean, run)
+            rows.append([
+                c.case,
+                Text(s.label),
+                str(s.n),
+                us(s.min),
+                us(s.mean),
+                us(st.pct.get(99.0)),
+                Text(us(s.max), style="bold"),
+                filt,
+                f"{sc:.3f}" if sc is not None else "-",
+                " ".join(flags),
+            ])
+    cols = ["case", "series", "n", "min", "mean", "p99", "max", "max 3σ", "score", "flags"]
+    # Columns that say nothing for this run are left out, to fit a terminal.
+    keep = [i for i, col in enumerate(cols)
+            if col not in ("max 3σ", "flags", "score") or any(r[i] not in ("", "-") for r in rows)]
+    t = Table(title="Figures (µs)", title_justify="left", header_style="bold")
+    for i in keep:
+        t.add_column(cols[i], justify="left" if cols[i] in ("case", "series", "flags") else "right",
+                     no_wrap=cols[i] in ("case", "series"))
+    for r in rows:
+        t.add_row(*(r[i] for i in keep))
+    return t
+
+
+def render_run(run: Run, console: Console) -> None:
+    _header(run, console)
+    if run.cases:
+        console.print(_figures(run))
+    t_std = run.t_std_ns
+    if t_std:
+        console.print(f"  score = mean / T_std, T_std = {us(t_std)} µs (CAL-REF)", highlight=False)
+    checks = [ch for c in run.cases for ch in c.checks]
+    if checks:
+        console.print(Text("Checks", style="bold"))
+        for ch in checks:
+            style = _VERDICT_STYLE.get(ch.verdict, "")
+            line = Text("  ")
+            line.append(f"{ch.verdict:5}", style=style)
+            line.append(f" {ch.case} {ch.name}: {ch.detail}")
+            console.print(line)
+    warnings = run.all_warnings()
+    if warnings:
+        console.print(Text("Warnings", style="bold yellow"))
+        seen: set[tuple[str, str, str | None]] = set()
+        for w in warnings:
+            key = (w.code, w.detail, w.case)
+            if key in seen:
+                continue
+            seen.add(key)
+            console.print(Text(f"  {w.code} {w.case or ''}: {w.detail}", style="yellow"))
+    if run.issues:
+        console.print(Text("Stream problems", style="bold red"))
+        for issue in run.issues:
+            console.print(Text(f"  {issue}", style="red"))
+    line = Text("Cases: ")
+    for c in run.cases:
+        line.append(f"{c.case} ", style="bold")
+        line.append(c.outcome, style=_OUTCOME_STYLE.get(c.outcome, ""))
+        if c.reason:
+            line.append(f" ({c.reason})")
+        line.append("  ")
+    console.print(line)
+    style = _OUTCOME_STYLE.get(run.outcome, "")
+    complete = "" if run.complete else " (stream incomplete)"
+    console.print(Text(f"Result: {run.outcome}{complete}", style=f"bold {style}"))

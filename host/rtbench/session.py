@@ -1,0 +1,94 @@
+"""One run of the agent through a transport: start it, parse its stream as
+it arrives, and always end with a Run, whatever happened on the way.
+
+Nothing already measured is lost: on Ctrl-C, a silent or crashed agent, or a
+damaged stream, every intact record that arrived is assembled into the Run,
+and what went wrong is one of its issues.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import BinaryIO
+from datetime import UTC, datetime
+
+from rtbench.model import Run, StreamIssue
+from rtbench.stream import Record, StreamParser, assemble
+from rtbench.transports import Transport, TransportError
+
+# Before the first case begins the agent calibrates its clocks (~0.2 s);
+# later the agent's own watchdog bounds each case, and this only catches a
+# target that went silent altogether.
+START_TIMEOUT_S = 60.0
+MARGIN_S = 30.0
+
+
+@dataclass
+class Progress:
+    case: str = ""
+    records: int = 0
+    cases_done: int = 0
+
+
+def collect(
+    transport: Transport,
+    args: list[str],
+    on_record: Callable[[Record, Progress], None] | None = None,
+    raw_sink: BinaryIO | None = None,
+) -> Run:
+    """Runs the agent through `transport` and returns what it measured;
+    `raw_sink` receives the stream byte for byte (to keep or ingest later)."""
+    parser = StreamParser()
+    progress = Progress()
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    failure: StreamIssue | None = None
+    interrupted = False
+    transport.start(args)
+    try:
+        transport.idle_timeout = START_TIMEOUT_S
+        for raw in transport.lines():
+            if raw_sink is not None:
+                raw_sink.write(raw + b"\n")
+            rec = parser.feed(raw)
+            if rec is None:
+                continue
+            progress.records += 1
+            if rec.kind == "begin":
+                progress.case = str(rec.body.get("case", ""))
+                deadline_ms = rec.body.get("deadline_ms")
+                if isinstance(deadline_ms, int) and deadline_ms > 0:
+                    transport.idle_timeout = deadline_ms / 1000 + MARGIN_S
+            elif rec.kind == "end":
+                progress.cases_done += 1
+            if on_record:
+                on_record(rec, progress)
+    except TransportError as e:
+        failure = StreamIssue("truncated", str(e))
+    except KeyboardInterrupt:
+        interrupted = True
+        failure = StreamIssue("truncated", "interrupted by the user (Ctrl-C): the agent was stopped")
+    finally:
+        status = transport.stop()
+    parser.finish()
+    run = assemble(parser.records, parser.issues, parser.log)
+    if failure:
+        run.issues.append(failure)
+    if status not in (None, 0, 1, 3) and not interrupted and failure is None:
+        diag = transport.diagnostics()
+        run.issues.append(
+            StreamIssue("truncated", f"the agent exited with status {status}" + (f": {diag}" if diag else ""))
+        )
+    run.started_at = started
+    run.target = transport.name
+    if interrupted:
+        raise Interrupted(run)
+    return run
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run; carries the Run with everything that arrived."""
+
+    def __init__(self, run: Run) -> None:
+        super().__init__("interrupted")
+        self.run = run

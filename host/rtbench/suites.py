@@ -1,0 +1,88 @@
+"""Named suites: which cases a run takes, with which settings.
+
+`quick` fits in about a minute on a small machine and is what `make run`
+runs; `full` uses the published settings. A user picks cases by ID or glob
+(`THR-*`) and overrides any parameter (`--set THR-SW.n=2,10`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+
+SUITES: dict[str, dict[str, dict[str, str]]] = {
+    "quick": {
+        "CAL-TIMER": {"reads": "100000", "rounds": "5000"},
+        "CAL-REF": {},
+        "THR-SW": {"duration_ms": "200"},
+        "SEM-SHF": {"duration_ms": "300"},
+    },
+    "full": {
+        "CAL-TIMER": {"reads": "1000000", "rounds": "100000"},
+        "CAL-REF": {},
+        "THR-SW": {"duration_ms": "30000"},
+        "SEM-SHF": {"duration_ms": "30000"},
+    },
+}
+
+
+class SelectionError(ValueError):
+    pass
+
+
+@dataclass
+class Planned:
+    case: str
+    params: dict[str, str] = field(default_factory=dict)
+
+    def agent_arg(self) -> str:
+        """`CASE:name=value:...`, the agent's command-line form."""
+        return ":".join([self.case, *(f"{k}={v}" for k, v in self.params.items())])
+
+
+def select(
+    suite: str,
+    patterns: list[str],
+    overrides: list[str],
+    known: dict[str, set[str]],
+) -> list[Planned]:
+    """Resolves a suite, case patterns and NAME.PARAM=VALUE overrides against
+    what the agent knows (`known`: case ID -> parameter names)."""
+    if suite not in SUITES:
+        raise SelectionError(f"unknown suite {suite!r}; suites: {', '.join(SUITES)}")
+    base = SUITES[suite]
+    if patterns:
+        ids: list[str] = []
+        for pat in patterns:
+            hits = [c for c in known if fnmatch.fnmatchcase(c, pat.upper())]
+            if not hits:
+                raise SelectionError(
+                    f"no case matches {pat!r}; cases: {', '.join(sorted(known))}"
+                )
+            ids += [h for h in hits if h not in ids]
+        plan = [Planned(c, dict(base.get(c, {}))) for c in ids]
+    else:
+        plan = [Planned(c, dict(p)) for c, p in base.items() if c in known]
+    for ov in overrides:
+        _apply_override(plan, ov, known)
+    return plan
+
+
+def _apply_override(plan: list[Planned], ov: str, known: dict[str, set[str]]) -> None:
+    target, sep, value = ov.partition("=")
+    case, dot, name = target.rpartition(".")
+    if not sep or not name or not value:
+        raise SelectionError(f"--set {ov!r}: write CASE.PARAM=VALUE (or PARAM=VALUE for all)")
+    hits = [p for p in plan if (not dot or fnmatch.fnmatchcase(p.case, case.upper()))]
+    applied = False
+    for p in hits:
+        if name in known.get(p.case, set()):
+            p.params[name] = value
+            applied = True
+        elif dot:
+            raise SelectionError(
+                f"{p.case} has no parameter {name!r}; it has: "
+                f"{', '.join(sorted(known[p.case])) or '(none)'}"
+            )
+    if not applied:
+        raise SelectionError(f"--set {ov!r} matches no selected case with parameter {name!r}")
