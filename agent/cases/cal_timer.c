@@ -99,7 +99,7 @@ static rtb_result cross_cpu(rtb_ctx *ctx, size_t rounds)
         atomic_store_explicit(&p.turn, 0, memory_order_relaxed);
     }
     atomic_store(&p.abort, true);
-    rtb_thread_join(&th, ctx->deadline);
+    rtb_join_all(ctx, &th, 1);
     rtb_result r = RTB_PASSED;
     if (fwd.hist.n == 0 || back.hist.n == 0) {
         rtb_emit_check_error(ctx, "cross_cpu", "the observer on CPU %d never answered", other);

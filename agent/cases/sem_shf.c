@@ -17,7 +17,8 @@ typedef struct shf {
     rtb_sem s, p;
     rtb_time *ta, *tb;
     size_t cap, na, nb;
-    atomic_bool done;
+    atomic_bool done;   /* A stopped giving */
+    atomic_bool b_done; /* B stopped taking */
 } shf;
 
 static void thread_a(void *arg)
@@ -26,7 +27,7 @@ static void thread_a(void *arg)
     while (!atomic_load_explicit(&x->ctx->stop, memory_order_relaxed) && x->na < x->cap) {
         x->ta[x->na++] = rtb_ts_now();
         rtb_sem_give(&x->s);
-        if (rtb_sem_take(&x->p, x->ctx->deadline) != RTB_OK)
+        if (rtb_sem_take(&x->p, x->ctx->deadline) != RTB_OK || atomic_load(&x->b_done))
             break;
     }
     atomic_store(&x->done, true);
@@ -40,13 +41,13 @@ static void thread_b(void *arg)
         if (rtb_sem_take(&x->s, x->ctx->deadline) != RTB_OK || atomic_load(&x->done))
             break;
         /* A broken semaphore lets B run on without A: bound it. */
-        if (atomic_load_explicit(&x->ctx->stop, memory_order_relaxed) || x->nb == x->cap) {
-            rtb_sem_give(&x->p);
+        if (atomic_load_explicit(&x->ctx->stop, memory_order_relaxed) || x->nb == x->cap)
             break;
-        }
         x->tb[x->nb++] = rtb_ts_now();
         rtb_sem_give(&x->p);
     }
+    atomic_store(&x->b_done, true);
+    rtb_sem_give(&x->p); /* A may be waiting for a turn that will not come */
 }
 
 /* B must stamp after A gave and before A's next stamp, once per give. */

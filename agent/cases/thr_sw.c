@@ -34,11 +34,16 @@ static void worker(void *arg)
     sw_log *log = me->log;
     /* The first run includes thread start-up: not a switch, not measured. */
     rtb_thread_yield();
-    while (!atomic_load_explicit(&log->ctx->stop, memory_order_relaxed)) {
+    while (!atomic_load_explicit(&log->ctx->stop, memory_order_relaxed) ||
+           RTB_INJECTED(RTB_INJ_IGNORE_STOP)) {
         rtb_time t = rtb_ts_now();
         size_t i = atomic_fetch_add_explicit(&log->pos, 1, memory_order_relaxed);
         if (i >= log->cap) {
             atomic_store(&log->ctx->stop, true);
+            if (RTB_INJECTED(RTB_INJ_IGNORE_STOP)) {
+                rtb_thread_yield();
+                continue;
+            }
             break;
         }
         log->ts[i] = t;

@@ -2,6 +2,9 @@
 /* Fault injection for known-answer tests; compiled into test builds only.
  * A process-wide table is acceptable here: it is test instrumentation set
  * once from the command line before any case runs, not an option. */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +18,9 @@ static const char *const sites[RTB_INJ_COUNT] = {
     [RTB_INJ_GIVE_DELAY] = "give_delay",
     [RTB_INJ_SEM_NOBLOCK] = "sem_noblock",
     [RTB_INJ_REF_DELAY] = "ref_delay",
+    [RTB_INJ_IGNORE_STOP] = "ignore_stop",
+    [RTB_INJ_CLOCK_BACK] = "clock_back",
+    [RTB_INJ_CLOCK_SKEW] = "clock_skew",
 };
 
 int rtb_inject_set(const char *assignment)
@@ -32,17 +38,36 @@ int rtb_inject_set(const char *assignment)
     return RTB_EINVAL;
 }
 
-int64_t rtb_inject_value(rtb_inject_site site) { return injected[site]; }
+static atomic_bool armed;
+
+void rtb_inject_arm(bool on) { atomic_store(&armed, on); }
+
+int64_t rtb_inject_value(rtb_inject_site site)
+{
+    return atomic_load_explicit(&armed, memory_order_relaxed) ? injected[site] : 0;
+}
+
+rtb_time rtb_inject_clock(rtb_time t)
+{
+    static atomic_long reads;
+    int64_t every = rtb_inject_value(RTB_INJ_CLOCK_BACK);
+    int64_t skew = rtb_inject_value(RTB_INJ_CLOCK_SKEW);
+    if (every > 0 && atomic_fetch_add(&reads, 1) % every == 0)
+        t -= 1000;
+    if (skew && sched_getcpu() != 0)
+        t += skew;
+    return t;
+}
 
 void rtb_inject_delay(rtb_inject_site site)
 {
-    int64_t d = injected[site];
+    int64_t d = rtb_inject_value(site);
     if (d <= 0)
         return;
     /* Busy-wait on the measurement clock: a sleep would hand the CPU to
      * another thread and change what is measured. */
-    rtb_time until = rtb_ts_now() + d;
-    while (rtb_ts_now() < until)
+    rtb_time until = rtb_clock_now() + d;
+    while (rtb_clock_now() < until)
         ;
 }
 

@@ -42,7 +42,7 @@ static void watchdog_fire(watchdog *w)
     j = rtb_rec_begin_urgent(ctx->stream, "end");
     rtb_json_str(j, "case", ctx->cur ? ctx->cur->id : "");
     rtb_json_str(j, "result", "error");
-    rtb_json_i64(j, "duration_ns", 0);
+    rtb_json_i64(j, "duration_ns", rtb_clock_now() - ctx->started);
     rtb_json_str(j, "reason", "hard deadline passed: a thread of the case did not stop");
     rtb_rec_end(ctx->stream);
     j = rtb_rec_begin_urgent(ctx->stream, "bye");
@@ -71,7 +71,7 @@ static void watchdog_set(watchdog *w, rtb_time deadline)
 }
 
 /* Generous: the watchdog is for runaways, not for slow machines. */
-static rtb_time case_budget(const rtb_case *c, const rtb_param_values *pv)
+static rtb_time case_budget(const rtb_case *c, const rtb_param_values *pv, int64_t slack_ms)
 {
     int64_t duration_ms = 0, points = 1;
     for (int i = 0; i < c->nparams; i++) {
@@ -80,7 +80,7 @@ static rtb_time case_budget(const rtb_case *c, const rtb_param_values *pv)
         if (c->params[i].list)
             points *= pv->n[i];
     }
-    return (rtb_time)(duration_ms * points * 3 + 20000) * 1000000;
+    return (rtb_time)(duration_ms * points * 3 + slack_ms) * 1000000;
 }
 
 static void usage(FILE *f)
@@ -93,9 +93,11 @@ static void usage(FILE *f)
             "  --priority P       base real-time priority of case threads (default 80)\n"
             "  --no-samples       histograms and summaries only, no raw samples\n"
             "  --max-samples N    samples buffered per series (default 1000000)\n"
+            "  --deadline-slack MS  added to each case's hard deadline (default 20000)\n"
 #ifdef RTB_TEST_HOOKS
             "  --inject SITE=NS   test builds: inject a fault (yield_delay, give_delay,\n"
-            "                     sem_noblock, ref_delay)\n"
+            "                     sem_noblock, ref_delay, ignore_stop,\n"
+            "                     clock_back, clock_skew)\n"
 #endif
     );
 }
@@ -230,7 +232,7 @@ static rtb_result run_case(rtb_ctx *ctx, watchdog *wd, const planned *p)
     ctx->cur = p->c;
     ctx->pv = &p->pv;
     atomic_store(&ctx->stop, false);
-    rtb_time budget = case_budget(p->c, &p->pv);
+    rtb_time budget = case_budget(p->c, &p->pv, ctx->opt->deadline_slack_ms);
     rtb_json *j = rtb_rec_begin(ctx->stream, "begin");
     rtb_json_str(j, "case", p->c->id);
     rtb_json_str(j, "title", p->c->title);
@@ -243,14 +245,16 @@ static rtb_result run_case(rtb_ctx *ctx, watchdog *wd, const planned *p)
     rtb_rec_end(ctx->stream);
 
     rtb_result r = RTB_UNSUPPORTED;
-    rtb_time t0 = rtb_clock_now();
+    rtb_time t0 = ctx->started = rtb_clock_now();
     if (!p->c->unsupported) {
         if (!ctx->port->realtime)
             rtb_warn(ctx, "not_realtime", "%s: figures measured without real-time priority",
                      ctx->port->rt_detail);
         ctx->deadline = t0 + budget;
         watchdog_set(wd, ctx->deadline);
+        RTB_INJECT_ARM(true);
         r = p->c->run(ctx);
+        RTB_INJECT_ARM(false);
         watchdog_set(wd, 0);
         /* Restore the main thread so the next case starts alike. */
         rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
@@ -272,8 +276,10 @@ int main(int argc, char **argv)
         {"list", no_argument, NULL, 'l'},       {"cpu", required_argument, NULL, 'c'},
         {"priority", required_argument, NULL, 'p'}, {"no-samples", no_argument, NULL, 'S'},
         {"max-samples", required_argument, NULL, 'm'}, {"inject", required_argument, NULL, 'i'},
+        {"deadline-slack", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
-    rtb_options opt = {.cpu = -1, .priority = 80, .samples = true, .max_samples = 1000000};
+    rtb_options opt = {.cpu = -1, .priority = 80, .samples = true, .max_samples = 1000000,
+                       .deadline_slack_ms = 20000};
     int ch;
     while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (ch) {
@@ -282,6 +288,7 @@ int main(int argc, char **argv)
         case 'p': opt.priority = atoi(optarg); break;
         case 'S': opt.samples = false; break;
         case 'm': opt.max_samples = (size_t)strtoull(optarg, NULL, 10); break;
+        case 'd': opt.deadline_slack_ms = strtoll(optarg, NULL, 10); break;
         case 'i':
 #ifdef RTB_TEST_HOOKS
             if (rtb_inject_set(optarg) != RTB_OK) {
@@ -303,6 +310,10 @@ int main(int argc, char **argv)
     }
     if (opt.max_samples < 1 || opt.max_samples > 100000000) {
         fprintf(stderr, "rtbench-agent: --max-samples must be 1..100000000\n");
+        return 2;
+    }
+    if (opt.deadline_slack_ms < 100 || opt.deadline_slack_ms > 86400000) {
+        fprintf(stderr, "rtbench-agent: --deadline-slack must be 100..86400000 ms\n");
         return 2;
     }
     static planned run[MAX_RUN];

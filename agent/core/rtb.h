@@ -155,6 +155,7 @@ typedef struct rtb_options {
     int priority;        /* base real-time priority of case threads */
     bool samples;        /* emit raw samples as well as histograms */
     size_t max_samples;  /* per series buffer */
+    int64_t deadline_slack_ms; /* added to each case's hard deadline */
 } rtb_options;
 
 struct rtb_case;
@@ -167,6 +168,7 @@ typedef struct rtb_ctx {
     const struct rtb_case *cur;
     const rtb_param_values *pv;
     atomic_bool stop;      /* set by the monitor: measured loops check it */
+    rtb_time started;      /* when the current case began */
     rtb_time deadline;     /* hard deadline of the current case */
 } rtb_ctx;
 
@@ -219,16 +221,25 @@ typedef enum {
     RTB_INJ_GIVE_DELAY,    /* busy-wait before a semaphore give */
     RTB_INJ_SEM_NOBLOCK,   /* a broken semaphore: take never blocks */
     RTB_INJ_REF_DELAY,     /* busy-wait inside the CAL-REF workload */
+    RTB_INJ_IGNORE_STOP,   /* a runaway case: THR-SW workers ignore the monitor */
+    RTB_INJ_CLOCK_BACK,    /* a fake clock: every Nth read steps back 1 us */
+    RTB_INJ_CLOCK_SKEW,    /* a fake clock: CPUs other than 0 read NS ahead */
     RTB_INJ_COUNT
 } rtb_inject_site;
 
 #ifdef RTB_TEST_HOOKS
+/* Injections act only while a case runs, so the agent's own machinery
+ * (watchdog, stream lock) keeps working primitives. */
+void rtb_inject_arm(bool on);
 int64_t rtb_inject_value(rtb_inject_site site);
 int rtb_inject_set(const char *assignment);
 void rtb_inject_delay(rtb_inject_site site);
+rtb_time rtb_inject_clock(rtb_time t);
 #define RTB_INJECT_DELAY(site) rtb_inject_delay(site)
 #define RTB_INJECTED(site) (rtb_inject_value(site) != 0)
+#define RTB_INJECT_ARM(on) rtb_inject_arm(on)
 #else
+#define RTB_INJECT_ARM(on) ((void)0)
 #define RTB_INJECT_DELAY(site) ((void)0)
 #define RTB_INJECTED(site) 0
 #endif

@@ -28,7 +28,9 @@ int rtb_join_all(rtb_ctx *ctx, rtb_thread *threads, int n)
 {
     int rc = RTB_OK;
     for (int i = 0; i < n; i++) {
-        int r = rtb_thread_join(&threads[i], ctx->deadline);
+        /* Past the deadline the watchdog ends the run; waiting a little
+         * longer keeps the two from writing at once. */
+        int r = rtb_thread_join(&threads[i], ctx->deadline + 2000000000);
         if (r != RTB_OK)
             rc = r;
     }

@@ -72,8 +72,12 @@ def main(ctx: click.Context, db: Path | None) -> None:
 
 
 @main.command()
-@click.option("--flavor", type=click.Choice(["release", "test"]), default="release",
-              help="test: fault-injection hooks and sanitizers.")
+@click.option(
+    "--flavor",
+    type=click.Choice(["release", "test"]),
+    default="release",
+    help="test: fault-injection hooks and sanitizers.",
+)
 def build(flavor: str) -> None:
     """Build the agent for this machine."""
     try:
@@ -99,26 +103,54 @@ def _finish(ctx: click.Context, run: Run, store_it: bool) -> None:
             store.save(run)
     render_run(run, out)
     if run.id is not None:
-        out.print(f"stored as run {run.id} in {ctx.obj['db'] or default_store_path()}",
-                  style="dim", highlight=False)
+        out.print(
+            f"stored as run {run.id} in {ctx.obj['db'] or default_store_path()}",
+            style="dim",
+            highlight=False,
+        )
 
 
 @main.command()
 @click.option("--suite", type=click.Choice(sorted(SUITES)), default="quick", show_default=True)
-@click.option("-c", "--case", "cases", multiple=True, metavar="ID|GLOB",
-              help="Run only these cases (repeatable), e.g. -c THR-SW -c 'SEM-*'.")
-@click.option("--set", "overrides", multiple=True, metavar="CASE.PARAM=VALUE",
-              help="Override a parameter, e.g. --set THR-SW.n=2,10.")
+@click.option(
+    "-c",
+    "--case",
+    "cases",
+    multiple=True,
+    metavar="ID|GLOB",
+    help="Run only these cases (repeatable), e.g. -c THR-SW -c 'SEM-*'.",
+)
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="CASE.PARAM=VALUE",
+    help="Override a parameter, e.g. --set THR-SW.n=2,10.",
+)
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Tag the run.")
 @click.option("--cpu", type=int, default=None, help="Measurement CPU (default: the last).")
 @click.option("--priority", type=click.IntRange(1, 97), default=80, show_default=True)
 @click.option("--no-samples", is_flag=True, help="Keep histograms only, no raw samples.")
-@click.option("--max-samples", type=click.IntRange(1, 100_000_000), default=1_000_000,
-              show_default=True, help="Samples buffered per series on the target.")
-@click.option("--agent", "agent_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              default=None, help="Use this agent executable instead of building one.")
-@click.option("--save-stream", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write the raw stream to this file.")
+@click.option(
+    "--max-samples",
+    type=click.IntRange(1, 100_000_000),
+    default=1_000_000,
+    show_default=True,
+    help="Samples buffered per series on the target.",
+)
+@click.option(
+    "--agent",
+    "agent_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Use this agent executable instead of building one.",
+)
+@click.option(
+    "--save-stream",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the raw stream to this file.",
+)
 @click.option("--no-store", is_flag=True, help="Do not store the run.")
 @click.pass_context
 def run(
@@ -140,8 +172,9 @@ def run(
     exe = _agent(agent_path)
     try:
         known = catalogue.agent_cases(exe)
-        plan = select(suite, list(cases), list(overrides),
-                      {c.id: c.param_names for c in known.values()})
+        plan = select(
+            suite, list(cases), list(overrides), {c.id: c.param_names for c in known.values()}
+        )
     except SelectionError as e:
         fail(str(e))
     args = [f"--priority={priority}", f"--max-samples={max_samples}"]
@@ -155,13 +188,21 @@ def run(
     transport = LocalTransport(exe)
     saved = save_stream.open("wb") if save_stream else None
     interrupted = False
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=err, transient=True) as bar:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
         task = bar.add_task("starting the agent", total=None)
 
         def on_record(rec: Record, p: RunProgress) -> None:
-            bar.update(task, description=f"{p.case or 'starting'} · case {p.cases_done + 1}"
-                       f"/{len(plan)} · {p.records} records")
+            bar.update(
+                task,
+                description=f"{p.case or 'starting'} · case {p.cases_done + 1}"
+                f"/{len(plan)} · {p.records} records",
+            )
 
         try:
             result = collect(transport, args, on_record, raw_sink=saved)
@@ -185,7 +226,9 @@ def run(
 @main.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Tag the run.")
-@click.option("--target", default="ingest", show_default=True, help="Name of the target it came from.")
+@click.option(
+    "--target", default="ingest", show_default=True, help="Name of the target it came from."
+)
 @click.pass_context
 def ingest(ctx: click.Context, file: Path, labels: tuple[str, ...], target: str) -> None:
     """Store a saved stream (for example a board's captured serial console)."""
@@ -204,8 +247,12 @@ def ingest(ctx: click.Context, file: Path, labels: tuple[str, ...], target: str)
 
 
 @main.command(name="list")
-@click.option("--agent", "agent_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              default=None)
+@click.option(
+    "--agent",
+    "agent_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+)
 def list_cases(agent_path: Path | None) -> None:
     """The catalogue, with each case's status on each port."""
     exe = _agent(agent_path)
@@ -233,7 +280,7 @@ def runs(ctx: click.Context, labels: tuple[str, ...]) -> None:
         key, sep, value = pair.partition("=")
         filters[key] = value if sep else None
     with open_store(ctx) as store:
-        rows = store.list_runs(filters or None)
+        rows = list(reversed(store.list_runs(filters or None)))
     if not rows:
         out.print("no runs stored yet: try `rtbench run`")
         return
@@ -242,14 +289,19 @@ def runs(ctx: click.Context, labels: tuple[str, ...]) -> None:
         t.add_column(col)
     for r in rows:
         t.add_row(
-            str(r.id), r.started_at, r.target, r.kernel, str(r.cases), r.outcome,
+            str(r.id),
+            r.started_at,
+            r.target,
+            r.kernel,
+            str(r.cases),
+            r.outcome,
             "yes" if r.realtime else "[red]no[/red]",
             ", ".join(f"{k}={v}" for k, v in r.labels.items()),
         )
     out.print(t)
 
 
-@main.command()
+@main.command(context_settings={"ignore_unknown_options": True})
 @click.argument("ref", default="latest")
 @click.pass_context
 def show(ctx: click.Context, ref: str) -> None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import BinaryIO
 from datetime import UTC, datetime
+from typing import BinaryIO
 
 from rtbench.model import Run, StreamIssue
 from rtbench.stream import Record, StreamParser, assemble
@@ -67,7 +67,9 @@ def collect(
         failure = StreamIssue("truncated", str(e))
     except KeyboardInterrupt:
         interrupted = True
-        failure = StreamIssue("truncated", "interrupted by the user (Ctrl-C): the agent was stopped")
+        failure = StreamIssue(
+            "truncated", "interrupted by the user (Ctrl-C): the agent was stopped"
+        )
     finally:
         status = transport.stop()
     parser.finish()
@@ -77,7 +79,10 @@ def collect(
     if status not in (None, 0, 1, 3) and not interrupted and failure is None:
         diag = transport.diagnostics()
         run.issues.append(
-            StreamIssue("truncated", f"the agent exited with status {status}" + (f": {diag}" if diag else ""))
+            StreamIssue(
+                "truncated",
+                f"the agent exited with status {status}" + (f": {diag}" if diag else ""),
+            )
         )
     run.started_at = started
     run.target = transport.name

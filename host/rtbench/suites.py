@@ -56,9 +56,7 @@ def select(
         for pat in patterns:
             hits = [c for c in known if fnmatch.fnmatchcase(c, pat.upper())]
             if not hits:
-                raise SelectionError(
-                    f"no case matches {pat!r}; cases: {', '.join(sorted(known))}"
-                )
+                raise SelectionError(f"no case matches {pat!r}; cases: {', '.join(sorted(known))}")
             ids += [h for h in hits if h not in ids]
         plan = [Planned(c, dict(base.get(c, {}))) for c in ids]
     else:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+
 from rtbench.doctor import (
     CHECKS,
     Finding,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 import rtbench
 from rtbench import probe
 from rtbench.doctor import doctor_exit_code, run_doctor

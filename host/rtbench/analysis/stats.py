@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rtbench.model import Histogram, Run, Series
+from rtbench.model import Histogram, Int64Array, Run, Series
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 
@@ -34,7 +34,7 @@ def has_all_samples(s: Series) -> bool:
     return s.samples is not None and len(s.samples) == s.n and s.n > 0
 
 
-def sigma3_filter(values: np.ndarray) -> np.ndarray:
+def sigma3_filter(values: Int64Array) -> Int64Array:
     """Pauta criterion: a sample whose residual from the mean exceeds three
     standard deviations is a gross error. One pass, as published; shown
     beside the raw figures, never instead of them."""
@@ -42,7 +42,8 @@ def sigma3_filter(values: np.ndarray) -> np.ndarray:
         return values
     x = values.astype(np.float64)
     mu, sd = x.mean(), x.std()
-    return values[np.abs(x - mu) <= 3 * sd]
+    kept: Int64Array = values[np.abs(x - mu) <= 3 * sd]
+    return kept
 
 
 def hist_percentile(h: Histogram, q: float) -> float:

@@ -45,10 +45,15 @@ def _header(run: Run, console: Console) -> None:
         highlight=False,
     )
     if run.labels:
-        console.print("  labels: " + ", ".join(f"{k}={v}" for k, v in run.labels.items()),
-                      highlight=False, markup=False)
+        console.print(
+            "  labels: " + ", ".join(f"{k}={v}" for k, v in run.labels.items()),
+            highlight=False,
+            markup=False,
+        )
     if not run.realtime:
-        detail = h.get("realtime", {}).get("detail", "") if isinstance(h.get("realtime"), dict) else ""
+        detail = (
+            h.get("realtime", {}).get("detail", "") if isinstance(h.get("realtime"), dict) else ""
+        )
         console.print(
             Text(
                 "  NOT REAL-TIME: the agent ran without real-time priority; every figure below "
@@ -77,26 +82,34 @@ def _figures(run: Run) -> Table:
             if st.filtered_max is not None:
                 filt = f"{us(st.filtered_max)} (-{st.filtered_out})"
             sc = score(s.mean, run)
-            rows.append([
-                c.case,
-                Text(s.label),
-                str(s.n),
-                us(s.min),
-                us(s.mean),
-                us(st.pct.get(99.0)),
-                Text(us(s.max), style="bold"),
-                filt,
-                f"{sc:.3f}" if sc is not None else "-",
-                " ".join(flags),
-            ])
+            rows.append(
+                [
+                    c.case,
+                    Text(s.label),
+                    str(s.n),
+                    us(s.min),
+                    us(s.mean),
+                    us(st.pct.get(99.0)),
+                    Text(us(s.max), style="bold"),
+                    filt,
+                    f"{sc:.3f}" if sc is not None else "-",
+                    " ".join(flags),
+                ]
+            )
     cols = ["case", "series", "n", "min", "mean", "p99", "max", "max 3σ", "score", "flags"]
     # Columns that say nothing for this run are left out, to fit a terminal.
-    keep = [i for i, col in enumerate(cols)
-            if col not in ("max 3σ", "flags", "score") or any(r[i] not in ("", "-") for r in rows)]
+    keep = [
+        i
+        for i, col in enumerate(cols)
+        if col not in ("max 3σ", "flags", "score") or any(r[i] not in ("", "-") for r in rows)
+    ]
     t = Table(title="Figures (µs)", title_justify="left", header_style="bold")
     for i in keep:
-        t.add_column(cols[i], justify="left" if cols[i] in ("case", "series", "flags") else "right",
-                     no_wrap=cols[i] in ("case", "series"))
+        t.add_column(
+            cols[i],
+            justify="left" if cols[i] in ("case", "series", "flags") else "right",
+            no_wrap=cols[i] in ("case", "series"),
+        )
     for r in rows:
         t.add_row(*(r[i] for i in keep))
     return t

@@ -1,0 +1,141 @@
+"""The store's schema, as an ordered list of migrations.
+
+`MIGRATIONS[i]` turns a database of schema version `i` into version `i + 1`;
+the code's schema version is `len(MIGRATIONS)`. Version 0 is an empty file.
+The mechanism that runs them (one transaction, `PRAGMA user_version`) is
+`rtbench.store.sqlite`; this module only says what each version is.
+
+Rules for adding a migration: append, never edit or reorder a released one
+(databases in the field were built by it); do not run `executescript` or
+`COMMIT` (the runner holds the transaction); foreign keys are off while it
+runs, so a migration may rebuild a table the SQLite way (create new, copy,
+drop old, rename), and the runner checks `PRAGMA foreign_key_check` before it
+commits.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+Migration = Callable[[sqlite3.Connection], None]
+
+# Marks the file as an rtbench store ("RTBs"), so the store refuses to
+# migrate some other program's SQLite file that RTBENCH_DB points at.
+APPLICATION_ID = 0x52544273
+
+# Version 1. Every list of the model keeps its order in a `pos` column.
+# Exact figures that may exceed int64 (sums) are decimal TEXT: an INTEGER
+# column would silently turn them into a lossy REAL.
+V1: tuple[str, ...] = (
+    f"PRAGMA application_id = {APPLICATION_ID}",
+    # AUTOINCREMENT: an id is never reused after a delete, so a run id
+    # written in a note or a report keeps meaning the same run.
+    """CREATE TABLE runs (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        started_at  TEXT    NOT NULL,
+        target      TEXT    NOT NULL,
+        source      TEXT    NOT NULL,
+        outcome     TEXT    NOT NULL,
+        realtime    INTEGER NOT NULL,
+        complete    INTEGER NOT NULL,
+        kernel      TEXT    NOT NULL,
+        n_cases     INTEGER NOT NULL,
+        hello       TEXT    NOT NULL,
+        bye         TEXT,
+        machine     TEXT    NOT NULL
+    )""",
+    """CREATE TABLE labels (
+        run_id  INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        key     TEXT    NOT NULL,
+        value   TEXT    NOT NULL,
+        PRIMARY KEY (run_id, key)
+    )""",
+    "CREATE INDEX labels_by_key ON labels(key, value)",
+    """CREATE TABLE cases (
+        run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        pos          INTEGER NOT NULL,
+        case_id      TEXT    NOT NULL,
+        title        TEXT    NOT NULL,
+        params       TEXT    NOT NULL,
+        outcome      TEXT    NOT NULL,
+        duration_ns  INTEGER NOT NULL,
+        reason       TEXT    NOT NULL,
+        PRIMARY KEY (run_id, pos)
+    )""",
+    """CREATE TABLE series (
+        run_id      INTEGER NOT NULL,
+        case_pos    INTEGER NOT NULL,
+        pos         INTEGER NOT NULL,
+        case_id     TEXT    NOT NULL,
+        name        TEXT    NOT NULL,
+        point       TEXT    NOT NULL,
+        point_key   TEXT    NOT NULL,
+        unit        TEXT    NOT NULL,
+        n           INTEGER NOT NULL,
+        min         INTEGER,
+        max         INTEGER,
+        sum         TEXT    NOT NULL,
+        dropped     INTEGER NOT NULL,
+        holes       INTEGER NOT NULL,
+        n_samples   INTEGER,
+        samples_enc TEXT,
+        samples     BLOB,
+        hist        TEXT,
+        PRIMARY KEY (run_id, case_pos, pos),
+        FOREIGN KEY (run_id, case_pos) REFERENCES cases(run_id, pos) ON DELETE CASCADE
+    )""",
+    """CREATE TABLE checks (
+        run_id    INTEGER NOT NULL,
+        case_pos  INTEGER NOT NULL,
+        pos       INTEGER NOT NULL,
+        case_id   TEXT    NOT NULL,
+        name      TEXT    NOT NULL,
+        verdict   TEXT    NOT NULL,
+        detail    TEXT    NOT NULL,
+        PRIMARY KEY (run_id, case_pos, pos),
+        FOREIGN KEY (run_id, case_pos) REFERENCES cases(run_id, pos) ON DELETE CASCADE
+    )""",
+    # case_pos NULL: a run-wide warning (Run.warnings); otherwise it sits in
+    # that case's list. case_id is Warning.case, kept apart from where it sits.
+    """CREATE TABLE warnings (
+        run_id    INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        case_pos  INTEGER,
+        pos       INTEGER NOT NULL,
+        code      TEXT    NOT NULL,
+        detail    TEXT    NOT NULL,
+        case_id   TEXT,
+        FOREIGN KEY (run_id, case_pos) REFERENCES cases(run_id, pos) ON DELETE CASCADE
+    )""",
+    "CREATE INDEX warnings_by_run ON warnings(run_id, case_pos, pos)",
+    """CREATE TABLE issues (
+        run_id  INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        pos     INTEGER NOT NULL,
+        kind    TEXT    NOT NULL,
+        detail  TEXT    NOT NULL,
+        line    INTEGER,
+        PRIMARY KEY (run_id, pos)
+    )""",
+    """CREATE TABLE log (
+        run_id  INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        pos     INTEGER NOT NULL,
+        line    TEXT    NOT NULL,
+        PRIMARY KEY (run_id, pos)
+    )""",
+)
+
+
+def sql(*statements: str) -> Migration:
+    """A migration that runs `statements` in order (never `executescript`,
+    which would commit the runner's transaction)."""
+
+    def migrate(conn: sqlite3.Connection) -> None:
+        for statement in statements:
+            conn.execute(statement)
+
+    return migrate
+
+
+MIGRATIONS: list[Migration] = [
+    sql(*V1),  # 0 -> 1: the first schema
+]

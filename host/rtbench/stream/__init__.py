@@ -1,0 +1,52 @@
+"""The agent's result stream: parse lines, check them, build a Run.
+
+    result = parse_file("run.rtb")          # or parse_lines(lines) / StreamParser
+    run = assemble(result.records, result.issues, result.log)
+
+The grammar is docs/wire-format.md.
+"""
+
+from __future__ import annotations
+
+import os
+
+from rtbench.model import Run
+from rtbench.stream.assemble import assemble
+from rtbench.stream.codec import CodecError, crc32, decode_chunks, decode_zzd, encode_zzd
+from rtbench.stream.parser import (
+    ParseResult,
+    Record,
+    StreamError,
+    StreamParser,
+    UnsupportedStreamVersion,
+    parse_file,
+    parse_lines,
+)
+from rtbench.stream.writer import StreamWriter, default_hello, record_line
+
+
+def load_run(path: str | os.PathLike[str]) -> Run:
+    """Parse a saved stream file and assemble it into a Run."""
+    result = parse_file(path)
+    return assemble(result.records, result.issues, result.log)
+
+
+__all__ = [
+    "CodecError",
+    "ParseResult",
+    "Record",
+    "StreamError",
+    "StreamParser",
+    "StreamWriter",
+    "UnsupportedStreamVersion",
+    "assemble",
+    "crc32",
+    "decode_chunks",
+    "decode_zzd",
+    "default_hello",
+    "encode_zzd",
+    "load_run",
+    "parse_file",
+    "parse_lines",
+    "record_line",
+]

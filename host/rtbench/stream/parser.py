@@ -1,0 +1,229 @@
+"""Read the agent's line stream into checked records (docs/wire-format.md).
+
+The parser works on bytes: the CRC covers the bytes the agent wrote, and a
+console may deliver bytes that are not UTF-8. Text lines are accepted too and
+encoded back to UTF-8 first. Lines without the prefix go to the log; console
+noise in front of a prefix on the same line (serial timestamps) does not,
+since it would repeat on every record.
+
+What it reports (each a `StreamIssue` with the 1-based line number):
+
+- `damaged`: a line with the `@rtb ` prefix that does not parse, fails its
+  CRC, is not UTF-8, or whose body is not a JSON object. The line is skipped.
+- `gap`: a sequence number that skips; the missing records count as lost
+  (a damaged line's record is among them, since its seq cannot be trusted).
+- `duplicate`: a sequence number already seen; the first copy is kept.
+- `order`: a sequence number below one already seen but not itself seen
+  before (only a reordering transport does this); the record is kept.
+- `version`: a record whose format version differs from the first record's.
+- `truncated` (from `finish`): no `bye`, or a `bye` whose `records` is not
+  the number of records that arrived.
+
+A format version newer than `rtbench.STREAM_FORMAT` raises
+`UnsupportedStreamVersion`: nothing in such a stream can be trusted to mean
+what this host thinks it means.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rtbench import STREAM_FORMAT
+from rtbench.model import StreamIssue
+from rtbench.stream.codec import crc32
+
+IssueKind = Literal["damaged", "gap", "duplicate", "truncated", "order", "version"]
+
+PREFIX = b"@rtb "
+_CRC_HEX = re.compile(rb"[0-9a-f]{8}")
+_KIND = re.compile(rb"[a-z_]+\Z")
+_MAX_DIGITS = 20  # 2**64 has 20 digits
+
+
+class StreamError(Exception):
+    """The stream cannot be read at all (as opposed to a damaged record)."""
+
+
+class UnsupportedStreamVersion(StreamError):
+    """The stream uses a format newer than this host reads."""
+
+    def __init__(self, version: int, line: int, newest: int = STREAM_FORMAT) -> None:
+        super().__init__(
+            f"line {line}: stream format {version} is newer than this rtbench reads "
+            f"(max {newest}); upgrade the host"
+        )
+        self.version = version
+        self.newest = newest
+        self.line = line
+
+
+@dataclass(slots=True)
+class Record:
+    """One intact record line."""
+
+    seq: int
+    kind: str
+    body: dict[str, Any]
+    line: int
+    version: int = STREAM_FORMAT
+
+
+@dataclass
+class ParseResult:
+    records: list[Record] = field(default_factory=list)
+    issues: list[StreamIssue] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)  # console noise, in order
+
+
+class _Damaged(Exception):
+    """Internal: the reason a record line is skipped."""
+
+
+def _decimal(field_: bytes, what: str) -> int:
+    # Bounded, so that a garbage field cannot hit int()'s digit limit.
+    if not field_.isdigit() or len(field_) > _MAX_DIGITS:
+        raise _Damaged(f"{what} is not a decimal number: {field_[:20]!r}")
+    return int(field_)
+
+
+def _split_record(rest: bytes) -> tuple[int, int, str, bytes]:
+    """Check the CRC of the text after the prefix and split its fields."""
+    crc_field = rest[-8:]
+    if rest[-9:-8] != b" " or _CRC_HEX.fullmatch(crc_field) is None:
+        raise _Damaged("no CRC at the end of the line (line cut short or overwritten?)")
+    covered = rest[:-9]
+    said, computed = int(crc_field, 16), crc32(covered)
+    if said != computed:
+        raise _Damaged(f"CRC mismatch: line says {said:08x}, content gives {computed:08x}")
+    fields = covered.split(b" ", 3)
+    if len(fields) < 4:
+        raise _Damaged(f"{len(fields)} fields before the CRC, expected 4 (ver seq kind json)")
+    ver_f, seq_f, kind_f, body = fields
+    if _KIND.match(kind_f) is None:
+        raise _Damaged(f"bad record kind {kind_f[:20]!r}")
+    return _decimal(ver_f, "version"), _decimal(seq_f, "seq"), kind_f.decode("ascii"), body
+
+
+def _json_object(body: bytes) -> dict[str, Any]:
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _Damaged(f"record is not valid UTF-8 (byte {e.start} of the body)") from None
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError) as e:  # RecursionError: absurdly deep nesting
+        raise _Damaged(f"body is not JSON ({e})") from None
+    if not isinstance(obj, dict):
+        raise _Damaged(f"body is a JSON {type(obj).__name__}, not an object")
+    return obj
+
+
+class StreamParser:
+    """Feed lines one at a time; `finish()` when the stream ends.
+
+    `feed` returns the record a line carried when it is accepted, else None
+    (noise, damage, or a duplicate). Issues and noise accumulate in `issues`
+    and `log`; `records` keeps every accepted record in arrival order.
+    """
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self.issues: list[StreamIssue] = []
+        self.log: list[str] = []
+        self.line = 0  # number of lines fed so far
+        self._first_line: dict[int, int] = {}  # seq -> line of its first copy
+        self._next_seq = 0
+        self._version: int | None = None
+        self._bye: Record | None = None
+        self._finished = False
+
+    def feed(self, line: str | bytes) -> Record | None:
+        self.line += 1
+        raw = line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
+        if raw.endswith(b"\n"):
+            raw = raw[:-1]
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        at = raw.find(PREFIX)
+        if at < 0:
+            self.log.append(raw.decode("utf-8", "replace"))
+            return None
+        try:
+            version, seq, kind, body = _split_record(raw[at + len(PREFIX) :])
+            self._check_version(version)
+            record = Record(seq, kind, _json_object(body), self.line, version)
+        except _Damaged as e:
+            self._issue("damaged", str(e))
+            return None
+        return self._accept(record)
+
+    def _issue(self, kind: IssueKind, detail: str, line: int | None = None) -> None:
+        self.issues.append(StreamIssue(kind, detail, self.line if line is None else line))
+
+    def _check_version(self, version: int) -> None:
+        if version > STREAM_FORMAT:
+            raise UnsupportedStreamVersion(version, self.line)
+        if version < 1:
+            raise _Damaged(f"stream format {version} does not exist")
+        if self._version is None:
+            self._version = version
+        elif version != self._version:
+            self._issue("version", f"format {version} in a format {self._version} stream")
+
+    def _accept(self, record: Record) -> Record | None:
+        seq = record.seq
+        first = self._first_line.get(seq)
+        if first is not None:
+            self._issue("duplicate", f"seq {seq} repeats line {first}; the first copy is kept")
+            return None
+        if seq > self._next_seq:
+            lost = seq - self._next_seq
+            after = f"follows {self._next_seq - 1}" if self._next_seq else "is the first record"
+            self._issue("gap", f"seq {seq} {after}: {lost} record{'s' * (lost != 1)} lost")
+        elif seq < self._next_seq:
+            self._issue("order", f"seq {seq} arrives after seq {self._next_seq - 1}")
+        self._next_seq = max(self._next_seq, seq + 1)
+        self._first_line[seq] = record.line
+        self.records.append(record)
+        if record.kind == "bye" and self._bye is None:
+            self._bye = record
+        return record
+
+    def finish(self) -> ParseResult:
+        """Report a truncated stream and return everything read."""
+        if not self._finished:
+            self._finished = True
+            self._check_complete()
+        return ParseResult(self.records, self.issues, self.log)
+
+    def _check_complete(self) -> None:
+        if not self.records:
+            self._issue("truncated", "no records in the stream")
+            return
+        if self._bye is None:
+            last = self.records[-1]
+            self._issue("truncated", f"no bye: the last record is seq {last.seq}, line {last.line}")
+            return
+        written, arrived = self._bye.body.get("records"), len(self._first_line)
+        if written != arrived:
+            detail = f"incomplete: bye counts {written!r} records written, {arrived} arrived"
+            self._issue("truncated", detail, self._bye.line)
+
+
+def parse_lines(lines: Iterable[str | bytes]) -> ParseResult:
+    """Parse a whole stream (split on `\\n` only; bytes preferred)."""
+    parser = StreamParser()
+    for line in lines:
+        parser.feed(line)
+    return parser.finish()
+
+
+def parse_file(path: str | os.PathLike[str]) -> ParseResult:
+    """Parse a stream saved to a file, read as bytes."""
+    with open(path, "rb") as f:
+        return parse_lines(f)

@@ -1,0 +1,124 @@
+"""Golden tests of the agent's output: every line's grammar, each record
+kind's keys, the order of records, and the command line's errors."""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from pathlib import Path
+
+import pytest
+
+LINE = re.compile(rb"^@rtb (1) (\d+) ([a-z_]+) (\{.*\}) ([0-9a-f]{8})$")
+SHORT = [
+    "CAL-TIMER:reads=2000:rounds=200",
+    "CAL-REF:repeats=20",
+    "THR-SW:n=2,5:duration_ms=30",
+    "SEM-SHF:duration_ms=30",
+]
+
+
+@pytest.fixture(scope="module")
+def short_run(agent: Path, run_agent):  # type: ignore[no-untyped-def]
+    return run_agent(agent, SHORT)
+
+
+def test_every_line_is_a_well_formed_record(short_run) -> None:  # type: ignore[no-untyped-def]
+    lines = short_run.stdout.splitlines()
+    assert lines, short_run.stderr
+    for seq, line in enumerate(lines):
+        m = LINE.match(line)
+        assert m, line[:200]
+        assert int(m.group(2)) == seq
+        covered = line[len(b"@rtb ") : -9]
+        assert zlib.crc32(covered) == int(m.group(5), 16)
+        assert isinstance(json.loads(m.group(4)), dict)
+
+
+def test_record_order_and_counts(short_run) -> None:  # type: ignore[no-untyped-def]
+    kinds = [r.kind for r in short_run.parsed.records]
+    assert kinds[0] == "hello" and kinds[-1] == "bye"
+    assert short_run.parsed.issues == []
+    bye = short_run.parsed.records[-1].body
+    assert bye["records"] == len(kinds)
+    # begin/end pairs, in the order asked for, nothing outside them but run-wide records
+    begins = [r.body["case"] for r in short_run.parsed.records if r.kind == "begin"]
+    ends = [r.body["case"] for r in short_run.parsed.records if r.kind == "end"]
+    assert begins == ends == ["CAL-TIMER", "CAL-REF", "THR-SW", "SEM-SHF"]
+    inside = None
+    for r in short_run.parsed.records:
+        if r.kind == "begin":
+            inside = r.body["case"]
+        elif r.kind == "end":
+            inside = None
+        elif r.kind in ("summary", "hist", "samples", "check"):
+            assert r.body["case"] == inside
+
+
+def test_hello_describes_the_run(short_run) -> None:  # type: ignore[no-untyped-def]
+    h = short_run.run.hello
+    assert h["format"] == 1 and h["port"] == "posix"
+    assert h["os"]["sysname"] == "Linux"
+    assert h["clock"]["source"].startswith("clock_gettime")
+    assert h["clock"]["read_overhead_ns"] > 0
+    assert h["build"]["test_hooks"] is False
+    assert isinstance(h["realtime"]["ok"], bool)
+    assert h["params"]["cases"] == ["CAL-TIMER", "CAL-REF", "THR-SW", "SEM-SHF"]
+
+
+def test_series_are_complete_and_consistent(short_run) -> None:  # type: ignore[no-untyped-def]
+    run = short_run.run
+    for case in run.cases:
+        assert case.outcome in ("passed", "failed"), (case.case, case.reason)
+        for s in case.series:
+            assert s.hist is not None and s.samples is not None
+            # conservation: summary, histogram and raw samples agree exactly
+            assert s.n == s.hist.n == len(s.samples) + s.dropped
+            assert s.hist.n == sum(c for _, c in s.hist.counts) + s.hist.underflow + s.hist.overflow
+            if len(s.samples):
+                assert int(s.samples.min()) == s.min and int(s.samples.max()) == s.max
+                assert int(s.samples.sum()) == s.sum
+    sweep = [s.point for s in run.case("THR-SW").series]  # type: ignore[union-attr]
+    assert sweep == [{"n": 2}, {"n": 5}]
+    assert run.case("CAL-REF").find("t_std").n == 20  # type: ignore[union-attr]
+
+
+def test_no_samples_keeps_histograms(agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+    r = run_agent(agent, ["--no-samples", "CAL-REF:repeats=10"])
+    s = r.run.case("CAL-REF").find("t_std")
+    assert s.samples is None and s.hist is not None and s.n == 10
+
+
+def test_list_describes_every_case(agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+
+    out = subprocess.run([str(agent), "--list"], capture_output=True, text=True, check=True).stdout
+    cases = [json.loads(line) for line in out.splitlines()]
+    assert [c["id"] for c in cases] == ["CAL-TIMER", "CAL-REF", "THR-SW", "SEM-SHF"]
+    for c in cases:
+        assert c["supported"] is True
+        for p in c["params"]:
+            assert p["min"] <= min(p["default"]) and max(p["default"]) <= p["max"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["NOPE-1"], r"unknown case 'NOPE-1'; cases: CAL-TIMER CAL-REF THR-SW SEM-SHF"),
+        (["THR-SW:m=3"], r"THR-SW has no parameter 'm'; it has: n, duration_ms"),
+        (["THR-SW:n=1"], r"THR-SW.n=1 is out of range \[2, 4096\]"),
+        (["THR-SW:n=2,x"], r"is not an integer list"),
+        (["CAL-REF:repeats=50,60"], r"CAL-REF.repeats takes one value"),
+        (["THR-SW:duration_ms"], r"is not name=value"),
+        (["--priority", "99", "CAL-REF"], r"--priority must be"),
+        (["--cpu", "4096", "CAL-REF"], r"--cpu 4096"),
+        (["--inject", "yield_delay=1", "CAL-REF"], r"--inject needs a test build"),
+        ([], r"usage"),
+    ],
+)
+def test_bad_arguments_are_clear_errors(agent: Path, run_agent, args, message) -> None:  # type: ignore[no-untyped-def]
+    r = run_agent(agent, args)
+    assert r.code == 2
+    assert re.search(message, r.stderr), r.stderr
+    assert r.parsed.records == []  # nothing ran

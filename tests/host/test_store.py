@@ -1,0 +1,489 @@
+"""The SQLite run store: round trip, listing, references, deletion, migrations."""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import platformdirs
+import pytest
+
+from rtbench.model import CaseResult, Check, Histogram, Run, Series, StreamIssue, Warning
+from rtbench.store import (
+    Store,
+    StoreError,
+    decode_samples,
+    default_store_path,
+    encode_samples,
+    schema,
+)
+
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+TABLES = ("runs", "labels", "cases", "series", "checks", "warnings", "issues", "log")
+
+
+def rich_run() -> Run:
+    """A run that uses every field of the model, with awkward values."""
+    extremes = np.array([I64_MIN, -1, 0, 1, I64_MAX, 812, 48213], dtype=np.int64)
+    hist = Histogram(
+        layout={"kind": "log2", "sub_bits": 5},
+        counts=[(26, 3), (27, 90), (700, 1)],
+        n=100,
+        min=812,
+        max=2**64 - 1,
+        sum=2**64 + 12345,
+        underflow=4,
+        overflow=2,
+    )
+    switch_2 = Series(
+        case="THR-SW",
+        name="switch",
+        point={"n": 2},
+        samples=extremes,
+        holes=512,
+        hist=hist,
+        n=100,
+        min=I64_MIN,
+        max=I64_MAX,
+        sum=2**63 + 7,
+        dropped=3,
+    )
+    switch_128 = Series(
+        case="THR-SW",
+        name="switch",
+        point={"n": 128, "mode": "pin"},
+        unit="cycles",
+        samples=np.array([], dtype=np.int64),
+        n=0,
+        sum=-(2**70),
+    )
+    hist_only = Series(
+        case="THR-SW",
+        name="wake",
+        hist=Histogram(
+            layout={"kind": "linear", "lo": -5, "width": 10, "buckets": 4},
+            counts=[],
+            n=0,
+            min=0,
+            max=0,
+            sum=0,
+        ),
+        n=5,
+        min=-3,
+        max=9,
+        sum=10,
+    )
+    cal = CaseResult(
+        case="CAL-REF",
+        title="Reference unit",
+        params={"iterations": 1000, "scale": 0.5, "tags": ["a", "b"], "none": None},
+        outcome="passed",
+        duration_ns=I64_MAX,
+        series=[Series(case="CAL-REF", name="t_std", n=4, min=10, max=30, sum=80)],
+    )
+    thr = CaseResult(
+        case="THR-SW",
+        title='Switch "same priority" – ünïcode',
+        params={"n": [2, 5, 128], "deadline_ms": 3600, "big": 2**64 - 1},
+        outcome="failed",
+        duration_ns=412_000_000,
+        series=[switch_2, switch_128, hist_only],
+        checks=[
+            Check("THR-SW", "order", "pass", "B ran after A in 10000 of 10000"),
+            Check("THR-SW", "bound", "fail", "max 48213 > 't' \"limit\""),
+            Check("OTHER", "odd", "error"),
+        ],
+        warnings=[Warning("overrun", "3 overruns", "THR-SW"), Warning("clamped", "no case field")],
+    )
+    unsupported = CaseResult(
+        case="MSG-Q", outcome="unsupported", reason="port has no message queues"
+    )
+    return Run(
+        hello={
+            "format": 1,
+            "os": {"sysname": "Linux", "release": "6.1.0-rt", "machine": "x86_64"},
+            "clock": {"cycles": {"available": True, "hz": 2**64 - 1}},
+            "realtime": {"ok": True, "policy": "SCHED_FIFO", "detail": ""},
+            "params": {"cases": ["CAL-REF", "THR-SW"], "lone": "\ud800"},
+        },
+        cases=[cal, thr, unsupported],
+        warnings=[Warning("not_realtime", "run-wide"), Warning("affinity", "pinned", "THR-SW")],
+        issues=[
+            StreamIssue("damaged", "crc mismatch", 12),
+            StreamIssue("duplicate", "seq 4 again"),
+        ],
+        bye={"result": "failed", "records": 57},
+        log=["[    0.1] boot", "", "ünï \"quoted\" 'line'", "bad byte \udcff here"],
+        started_at="2024-05-01T12:00:00Z",
+        target="ssh:box",
+        labels={"os": 'Linux "rt" ’ü’', "note": "it's; DROP TABLE runs;--"},
+        machine={"cpu": {"model": "Xeon", "count": 2}, "mem": 2**40},
+        source="ingest FILE",
+    )
+
+
+def plain(obj: Any) -> Any:
+    """A comparable form: numpy arrays become (dtype, values), the rest recurses."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return (
+            type(obj).__name__,
+            {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)},
+        )
+    if isinstance(obj, np.ndarray):
+        return ("ndarray", obj.dtype.str, obj.tolist())
+    if isinstance(obj, dict):
+        return {k: plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(plain(v) for v in obj)
+    return obj
+
+
+def simple_run(**labels: str) -> Run:
+    return Run(
+        hello={"os": {"release": "6.6.0"}, "realtime": {"ok": False}},
+        cases=[CaseResult("CAL-TIMER", outcome="passed")],
+        bye={"result": "passed", "records": 3},
+        labels=dict(labels),
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store(tmp_path / "s.sqlite") as s:
+        yield s
+
+
+@contextmanager
+def raw(path: Path) -> Iterator[sqlite3.Connection]:
+    """A plain sqlite3 connection that commits and closes."""
+    db = sqlite3.connect(path)
+    try:
+        with db:
+            yield db
+    finally:
+        db.close()
+
+
+def count_rows(path: Path, run_id: int) -> dict[str, int]:
+    with raw(path) as db:
+        return {
+            t: db.execute(
+                f"SELECT count(*) FROM {t} WHERE {'id' if t == 'runs' else 'run_id'} = ?",
+                (run_id,),
+            ).fetchone()[0]
+            for t in TABLES
+        }
+
+
+# --- round trip ----------------------------------------------------------
+
+
+def test_round_trip_of_a_rich_run(store: Store) -> None:
+    run = rich_run()
+    before = plain(run)
+    run_id = store.save(run)
+    assert run.id == run_id
+    after = plain(run)
+    assert plain(store.load(run_id)) == after
+    assert before[1] | {"id": run_id} == after[1]  # save changed nothing but the id
+
+
+def test_round_trip_details(store: Store) -> None:
+    run = rich_run()
+    loaded = store.load(store.save(run))
+    series = loaded.cases[1].series
+    samples = series[0].samples
+    assert samples is not None
+    assert samples.dtype == np.int64 and samples.dtype.isnative and samples.flags.writeable
+    assert samples.tolist()[:5] == [I64_MIN, -1, 0, 1, I64_MAX]
+    assert series[0].sum == 2**63 + 7 and series[1].sum == -(2**70)
+    assert series[1].samples is not None and series[1].samples.size == 0
+    assert series[2].samples is None and series[2].hist is not None
+    hist = series[0].hist
+    assert hist is not None and hist.counts[0] == (26, 3) and hist.sum == 2**64 + 12345
+    assert hist.layout == {"kind": "log2", "sub_bits": 5}
+    assert hist.bucket_bounds(700) == (60 << 20, 61 << 20)
+    assert loaded.cases[2].series == [] and loaded.cases[2].outcome == "unsupported"
+    assert [w.case for w in loaded.warnings] == [None, "THR-SW"]
+    assert [w.case for w in loaded.cases[1].warnings] == ["THR-SW", None]
+    assert [i.line for i in loaded.issues] == [12, None]
+    assert loaded.log[3] == "bad byte \udcff here"
+    assert loaded.hello["params"]["lone"] == "\ud800"
+    assert loaded.outcome == run.outcome == "failed"
+    assert loaded.t_std_ns == 20.0
+
+
+def test_samples_encoding_round_trips_and_compresses() -> None:
+    rng = np.random.default_rng(7)
+    values = (800 + rng.gamma(2.0, 50.0, 100_000)).astype(np.int64)
+    count, blob = encode_samples(values)
+    assert count == values.size and len(blob) < values.nbytes / 4
+    assert np.array_equal(decode_samples(count, blob), values)
+    with pytest.raises(StoreError, match="damaged"):
+        decode_samples(count + 1, blob)
+    with pytest.raises(StoreError, match="int64"):
+        encode_samples(np.array([1.5]))
+
+
+def test_bad_values_are_refused_and_leave_nothing(store: Store) -> None:
+    run = rich_run()
+    run.labels[""] = "empty key"
+    with pytest.raises(StoreError, match="label key"):
+        store.save(run)
+    run = simple_run()
+    run.cases[0].series.append(Series("CAL-TIMER", "x", n=1, min=2**64, max=2**64, sum=2**64))
+    with pytest.raises(StoreError, match="does not fit int64"):
+        store.save(run)
+    assert run.id is None
+    assert store.list_runs() == []
+    assert count_rows(store.path, 1) == dict.fromkeys(TABLES, 0)
+
+
+def test_a_crash_mid_save_leaves_no_half_run(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    def crash(samples: Any) -> Any:
+        raise KeyboardInterrupt  # as if the user hit ^C while the run was written
+
+    monkeypatch.setattr("rtbench.store.sqlite.encode_samples", crash)
+    run = rich_run()
+    with pytest.raises(KeyboardInterrupt):
+        store.save(run)
+    monkeypatch.undo()
+    assert store.list_runs() == []
+    assert count_rows(store.path, 1) == dict.fromkeys(TABLES, 0)
+    assert store.save(simple_run()) >= 1  # the connection is still usable
+
+
+# --- listing and labels --------------------------------------------------
+
+
+def test_list_runs_and_label_filters(store: Store) -> None:
+    a = store.save(simple_run(os="linux", board="pi"))
+    rich = rich_run()
+    b = store.save(rich)
+    c = store.save(simple_run(os="zephyr"))
+    runs = store.list_runs()
+    assert [r.id for r in runs] == [a, b, c]
+    rb = runs[1]
+    assert (rb.target, rb.outcome, rb.realtime, rb.cases, rb.kernel) == (
+        "ssh:box",
+        "failed",
+        True,
+        3,
+        "6.1.0-rt",
+    )
+    assert rb.started_at == "2024-05-01T12:00:00Z"
+    assert rb.labels == rich.labels
+    assert (runs[0].outcome, runs[0].realtime, runs[0].kernel) == ("passed", False, "6.6.0")
+    assert [r.id for r in store.list_runs({"os": "zephyr"})] == [c]
+    assert [r.id for r in store.list_runs({"os": None})] == [a, b, c]
+    assert [r.id for r in store.list_runs({"os": "linux", "board": "pi"})] == [a]
+    assert store.list_runs({"os": "linux", "board": "x86"}) == []
+    assert [r.id for r in store.list_runs({"note": "it's; DROP TABLE runs;--"})] == [b]
+
+
+def test_set_labels_replace_and_merge(store: Store) -> None:
+    run_id = store.save(simple_run(os="linux", board="pi"))
+    store.set_labels(run_id, {"board": "pi5", "os": None, "q": 'a "b"'}, merge=True)
+    assert store.load(run_id).labels == {"board": "pi5", "q": 'a "b"'}
+    store.set_labels(run_id, {"only": "this"})
+    assert store.list_runs()[0].labels == {"only": "this"}
+    with pytest.raises(StoreError, match="no run"):
+        store.set_labels(run_id + 1, {"x": "y"})
+
+
+def test_kernel_falls_back_to_the_machine_probe(store: Store) -> None:
+    run = simple_run()
+    run.hello = {}
+    run.machine = {"kernel_release": "5.15.0-probe", "cpu_count": 2}  # as rtbench.probe writes it
+    store.save(run)
+    assert store.list_runs()[0].kernel == "5.15.0-probe"
+
+
+# --- references ----------------------------------------------------------
+
+
+def test_resolve(store: Store) -> None:
+    with pytest.raises(StoreError, match="no runs yet"):
+        store.resolve("latest")
+    ids = [store.save(simple_run()) for _ in range(3)]
+    assert store.resolve("latest") == store.resolve("last") == store.resolve("-1") == ids[-1]
+    assert store.resolve("-2") == ids[1] == store.list_runs()[-2].id
+    assert store.resolve("-3") == ids[0]
+    assert store.resolve(str(ids[1])) == store.resolve(ids[1]) == store.resolve(f" {ids[1]} ")
+    assert store.resolve("LATEST") == ids[-1]
+
+
+@pytest.mark.parametrize("ref", ["99", "-4", "0", "9" * 30, "-" + "9" * 30])
+def test_resolve_unknown_lists_what_exists(store: Store, ref: str) -> None:
+    for _ in range(3):
+        store.save(simple_run())
+    with pytest.raises(StoreError, match=r"no run .* ids 1-3"):
+        store.resolve(ref)
+
+
+@pytest.mark.parametrize("ref", ["foo", "-0", "1.5", "", "²"])
+def test_resolve_rejects_what_is_no_reference(store: Store, ref: str) -> None:
+    store.save(simple_run())
+    with pytest.raises(StoreError, match="not a run reference"):
+        store.resolve(ref)
+
+
+# --- deletion ------------------------------------------------------------
+
+
+def test_delete_cascades(store: Store) -> None:
+    rich = rich_run()
+    first = store.save(rich)
+    rich2 = rich_run()
+    second = store.save(rich2)
+    assert all(n > 0 for n in count_rows(store.path, first).values())
+    store.delete(first)
+    assert count_rows(store.path, first) == dict.fromkeys(TABLES, 0)
+    assert plain(store.load(second)) == plain(rich2)
+    with pytest.raises(StoreError, match=rf"no run '{first}'.*ids {second}\b"):
+        store.load(first)
+    with pytest.raises(StoreError, match="no run"):
+        store.delete(first)
+
+
+def test_ids_are_not_reused_after_delete(store: Store) -> None:
+    ids = [store.save(simple_run()) for _ in range(3)]
+    store.delete(ids[-1])
+    assert store.save(simple_run()) == ids[-1] + 1
+
+
+# --- file, path, schema --------------------------------------------------
+
+
+def test_default_store_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("RTBENCH_DB", raising=False)
+    assert default_store_path() == platformdirs.user_data_path("rtbench") / "rtbench.sqlite"
+    monkeypatch.setenv("RTBENCH_DB", str(tmp_path / "env.sqlite"))
+    assert default_store_path() == tmp_path / "env.sqlite"
+    assert default_store_path(tmp_path / "x.sqlite") == tmp_path / "x.sqlite"
+    with Store() as s:
+        assert s.path == tmp_path / "env.sqlite"
+    assert (tmp_path / "env.sqlite").exists()
+
+
+def test_open_creates_directories_and_uses_wal(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "runs.sqlite"
+    with Store(path) as s:
+        assert s.schema_version == len(schema.MIGRATIONS)
+    with raw(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_two_stores_on_one_file(tmp_path: Path) -> None:
+    path = tmp_path / "shared.sqlite"
+    with Store(path) as one, Store(path) as two:
+        a = one.save(simple_run(by="one"))
+        assert [r.id for r in two.list_runs()] == [a]
+        b = two.save(simple_run(by="two"))
+        assert one.resolve("latest") == b
+        assert one.load(b).labels == {"by": "two"}
+
+
+def test_concurrent_first_open_and_saves(tmp_path: Path) -> None:
+    path = tmp_path / "busy.sqlite"
+    saved: list[int] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def worker() -> None:
+        try:
+            start.wait()
+            with Store(path) as s:
+                for _ in range(5):
+                    saved.append(s.save(simple_run()))
+        except BaseException as e:  # surfaced below: threads swallow them
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(saved) == list(range(1, 21))
+    with Store(path) as s:
+        assert len(s.list_runs()) == 20
+
+
+def build_version_1(path: Path) -> None:
+    """A database as the first rtbench wrote it, built without the Store."""
+    with raw(path) as db:
+        for statement in schema.V1:
+            db.execute(statement)
+        db.execute(
+            "INSERT INTO runs VALUES (7, '2024-01-01T00:00:00Z', 'local', 'run', 'passed',"
+            " 1, 1, '6.1', 0, '{}', '{\"result\":\"passed\",\"records\":2}', '{}')"
+        )
+        db.execute("INSERT INTO labels VALUES (7, 'old', 'yes')")
+        db.execute("PRAGMA user_version = 1")
+
+
+def add_note_column(conn: sqlite3.Connection) -> None:
+    conn.execute("ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT ''")
+    conn.execute("UPDATE runs SET note = 'migrated'")
+
+
+def test_migration_from_version_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "old.sqlite"
+    build_version_1(path)
+    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, add_note_column])
+    with Store(path) as s:
+        assert s.schema_version == 2
+        assert [(r.id, r.labels) for r in s.list_runs()] == [(7, {"old": "yes"})]
+        assert s.load(7).bye == {"result": "passed", "records": 2}
+        assert s.save(simple_run()) == 8
+    with raw(path) as db:
+        assert db.execute("SELECT note FROM runs WHERE id = 7").fetchone() == ("migrated",)
+    with Store(path) as s:  # already at 2: nothing runs again
+        assert s.schema_version == 2
+
+
+def test_failed_migration_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "old.sqlite"
+    build_version_1(path)
+
+    def half_done(conn: sqlite3.Connection) -> None:
+        conn.execute("CREATE TABLE extra (x INTEGER)")
+        conn.execute("DELETE FROM runs")
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, half_done])
+    with pytest.raises(StoreError, match=r"from schema 1 to 2 failed \(disk on fire\)"):
+        Store(path)
+    with raw(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (1,)
+        assert db.execute("SELECT id FROM runs").fetchall() == [(7,)]
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+        assert "extra" not in tables
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "new.sqlite"
+    build_version_1(path)
+    with raw(path) as db:
+        db.execute(f"PRAGMA user_version = {len(schema.MIGRATIONS) + 1}")
+    with pytest.raises(StoreError, match=r"created by a newer rtbench.*upgrade"):
+        Store(path)
+
+
+def test_foreign_files_are_refused(tmp_path: Path) -> None:
+    other = tmp_path / "other.sqlite"
+    with raw(other) as db:
+        db.execute("CREATE TABLE mine (x)")
+    with pytest.raises(StoreError, match="not an rtbench store"):
+        Store(other)
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"this is not a database at all" * 100)
+    with pytest.raises(StoreError, match="not a database"):
+        Store(junk)
