@@ -62,9 +62,10 @@ def child(mode: str, stream: Path, raw: Path, lengths: list[int]) -> dict[str, A
             info["lines"] = sum(1 for _ in f)
     elif mode == "numpy":
         data = np.fromfile(raw, dtype=np.int64)
-        for part in np.split(data, np.cumsum(lengths)[:-1]):
-            int(part.min()), int(part.max()), np.percentile(part, [50, 99, 99.9])
+        parts = np.split(data, np.cumsum(lengths)[:-1])  # one per series
+        stats = [(p.min(), p.max(), np.percentile(p, [50, 99, 99.9])) for p in parts]
         info["samples"] = len(data)
+        info["series_done"] = len(stats)
     else:  # parse
         result = parse_file(stream)
         run = assemble(result.records, result.issues, result.log)

@@ -35,7 +35,8 @@ err = Console(stderr=True)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    err.print(f"[bold red]rtbench:[/bold red] {message}", highlight=False, markup=True)
+    err.print("[bold red]rtbench:[/bold red] ", end="")
+    err.print(message, highlight=False, markup=False, soft_wrap=True)
     sys.exit(code)
 
 
@@ -241,7 +242,7 @@ def ingest(ctx: click.Context, file: Path, labels: tuple[str, ...], target: str)
     result.labels = label_map
     result.source = f"ingest {file.name}"
     if not result.hello and not result.cases:
-        fail(f"{file}: no rtbench records in this file ({len(result.issues)} damaged lines)")
+        fail(f"{file}: no rtbench records in this file ({len(result.log)} lines of other text)")
     _finish(ctx, result, store_it=True)
     sys.exit(EXIT[result.outcome])
 

@@ -37,8 +37,8 @@ class Histogram:
     layout: dict[str, Any]
     counts: list[tuple[int, int]]  # sparse (bucket index, count), ascending
     n: int
-    min: int
-    max: int
+    min: int | None  # None only when n == 0
+    max: int | None
     sum: int
     underflow: int = 0
     overflow: int = 0

@@ -73,6 +73,9 @@ def collect(
     finally:
         status = transport.stop()
     parser.finish()
+    if status == 2 and not parser.records:
+        # The agent refused its arguments before measuring anything.
+        raise TransportError(transport.diagnostics() or "the agent refused its arguments")
     run = assemble(parser.records, parser.issues, parser.log)
     if failure:
         run.issues.append(failure)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rtbench.model import Histogram, Run, StreamIssue
-from rtbench.stream import StreamWriter, assemble, encode_zzd, load_run, parse_lines
+from rtbench.stream import Record, StreamWriter, assemble, encode_zzd, load_run, parse_lines
 from rtbench.stream.codec import ENCODING
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -294,7 +294,7 @@ SAMPLES = {"case": "A", "series": "s", "enc": ENCODING, "offset": 0, "count": 1}
         ("hist", {**HIST, "layout": {"kind": "log2"}}, "no 'sub_bits'"),
         ("hist", {**HIST, "layout": {"kind": "log2", "sub_bits": 64}}, "outside 0..63"),
         ("hist", {**HIST, "layout": {"kind": "linear", "lo": 0, "width": "1"}}, "'layout.width'"),
-        ("hist", {**HIST, "min": None}, "'min' must be an integer"),
+        ("hist", {**HIST, "n": 1, "min": None}, "'min' must be an integer"),
         ("check", {"case": "A", "name": "c", "verdict": "PASS"}, "'verdict' is 'PASS'"),
         ("check", {"case": "A", "verdict": "pass"}, "check record: no 'name'"),
         ("warn", {"detail": "no code"}, "warn record: no 'code'"),
@@ -373,3 +373,12 @@ def test_load_run(tmp_path: Path) -> None:
     path.write_text("".join(full_run().lines), encoding="utf-8")
     run = load_run(path)
     assert run.complete and [c.case for c in run.cases] == ["THR-SW", "SEM-SHF"]
+
+
+def test_empty_histogram_has_no_extremes() -> None:
+    body = {k: v for k, v in HIST.items() if k not in ("min", "max")}
+    run = assemble([Record(0, "hello", {"format": 1}, 1), Record(1, "hist", body, 2)])
+    assert not [i for i in run.issues if i.kind == "damaged"]
+    case = run.case("A")
+    assert case is not None and case.series[0].hist is not None
+    assert case.series[0].hist.min is None and case.series[0].hist.n == 0

@@ -49,6 +49,8 @@ def sigma3_filter(values: Int64Array) -> Int64Array:
 def hist_percentile(h: Histogram, q: float) -> float:
     """Upper bound of the bucket holding the q-th percentile (exact max for
     the top one); under- and overflowed values sit at the ends."""
+    if h.min is None or h.max is None:  # empty
+        return float("nan")
     rank = max(1, int(np.ceil(q / 100.0 * h.n)))
     seen = h.underflow
     if rank <= seen:

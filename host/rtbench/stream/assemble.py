@@ -249,12 +249,19 @@ class _Assembler:
         self.series(body).chunks.append(_Chunk(offset, count, data, self.line))
 
     def hist(self, body: dict[str, Any]) -> None:
+        n = _int(body, "n")
+        # An empty histogram has no extremes to report.
+        lo, hi = (
+            (_opt_int(body, "min"), _opt_int(body, "max"))
+            if n == 0
+            else (_int(body, "min"), _int(body, "max"))
+        )
         hist = Histogram(
             layout=_layout(body),
             counts=_counts(body),
-            n=_int(body, "n"),
-            min=_int(body, "min"),
-            max=_int(body, "max"),
+            n=n,
+            min=lo,
+            max=hi,
             sum=_int(body, "sum"),
             underflow=_int(body, "underflow", 0),
             overflow=_int(body, "overflow", 0),
