@@ -154,8 +154,19 @@ int rtb_port_init(rtb_port_info *info)
     info->cpu_count = n > 0 ? (int)n : 1;
     probe_realtime(info);
     port_realtime = info->realtime;
-    if (mlockall(MCL_CURRENT | MCL_FUTURE) == 0) {
+    /* MCL_FUTURE under a finite RLIMIT_MEMLOCK makes every allocation past
+     * the limit fail: lock only what exists then, and say so. */
+    struct rlimit ml = {0, 0};
+    getrlimit(RLIMIT_MEMLOCK, &ml);
+    bool unlimited = ml.rlim_cur == RLIM_INFINITY || geteuid() == 0;
+    if (unlimited && mlockall(MCL_CURRENT | MCL_FUTURE) == 0) {
         info->memory_locked = true;
+    } else if (!unlimited) {
+        mlockall(MCL_CURRENT);
+        snprintf(info->mlock_detail, sizeof info->mlock_detail,
+                 "RLIMIT_MEMLOCK is %llu bytes: buffers are prefaulted but not locked, so "
+                 "paging may show in the figures",
+                 (unsigned long long)ml.rlim_cur);
     } else {
         snprintf(info->mlock_detail, sizeof info->mlock_detail,
                  "mlockall failed (%s): page faults may show in the figures", strerror(errno));
