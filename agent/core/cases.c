@@ -9,12 +9,18 @@ extern const rtb_case rtb_case_cal_timer;
 extern const rtb_case rtb_case_cal_ref;
 extern const rtb_case rtb_case_thr_sw;
 extern const rtb_case rtb_case_sem_shf;
+/* @THR-decls */
+/* @SEM-decls */
+/* @MUTMQ-decls */
 
 const rtb_case *const rtb_cases[] = {
     &rtb_case_cal_timer,
     &rtb_case_cal_ref,
     &rtb_case_thr_sw,
     &rtb_case_sem_shf,
+    /* @THR-table */
+    /* @SEM-table */
+    /* @MUTMQ-table */
 };
 const int rtb_ncases = (int)(sizeof rtb_cases / sizeof rtb_cases[0]);
 

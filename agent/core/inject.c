@@ -21,6 +21,9 @@ static const char *const sites[RTB_INJ_COUNT] = {
     [RTB_INJ_IGNORE_STOP] = "ignore_stop",
     [RTB_INJ_CLOCK_BACK] = "clock_back",
     [RTB_INJ_CLOCK_SKEW] = "clock_skew",
+    [RTB_INJ_SEM_FIFO] = "sem_fifo",
+    [RTB_INJ_NEW_PRIO] = "new_prio",
+    [RTB_INJ_OP_DELAY] = "op_delay",
 };
 
 int rtb_inject_set(const char *assignment)

@@ -97,7 +97,7 @@ static void usage(FILE *f)
 #ifdef RTB_TEST_HOOKS
             "  --inject SITE=NS   test builds: inject a fault (yield_delay, give_delay,\n"
             "                     sem_noblock, ref_delay, ignore_stop,\n"
-            "                     clock_back, clock_skew)\n"
+            "                     clock_back, clock_skew, sem_fifo, new_prio, op_delay)\n"
 #endif
     );
 }

@@ -224,6 +224,9 @@ typedef enum {
     RTB_INJ_IGNORE_STOP,   /* a runaway case: THR-SW workers ignore the monitor */
     RTB_INJ_CLOCK_BACK,    /* a fake clock: every Nth read steps back 1 us */
     RTB_INJ_CLOCK_SKEW,    /* a fake clock: CPUs other than 0 read NS ahead */
+    RTB_INJ_SEM_FIFO,      /* a broken semaphore: wakes waiters in arrival order */
+    RTB_INJ_NEW_PRIO,      /* a broken create: new threads get priority + N */
+    RTB_INJ_OP_DELAY,      /* busy-wait inside every timed primitive call (SYS-CALL, ARN) */
     RTB_INJ_COUNT
 } rtb_inject_site;
 
@@ -237,8 +240,10 @@ void rtb_inject_delay(rtb_inject_site site);
 rtb_time rtb_inject_clock(rtb_time t);
 #define RTB_INJECT_DELAY(site) rtb_inject_delay(site)
 #define RTB_INJECTED(site) (rtb_inject_value(site) != 0)
+#define RTB_INJECT_VALUE(site) rtb_inject_value(site)
 #define RTB_INJECT_ARM(on) rtb_inject_arm(on)
 #else
+#define RTB_INJECT_VALUE(site) ((int64_t)0)
 #define RTB_INJECT_ARM(on) ((void)0)
 #define RTB_INJECT_DELAY(site) ((void)0)
 #define RTB_INJECTED(site) 0

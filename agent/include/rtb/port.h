@@ -10,6 +10,7 @@
 #ifndef RTB_PORT_H
 #define RTB_PORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,7 +19,7 @@
 /* Opaque storage sizes: cases keep port objects by value (no heap in the
  * measured path); a port asserts at compile time that its object fits. */
 #define RTB_THREAD_STORAGE 64
-#define RTB_SEM_STORAGE 64
+#define RTB_SEM_STORAGE 192
 #define RTB_MUTEX_STORAGE 64
 #define RTB_QUEUE_STORAGE 64
 #define RTB_EVENT_STORAGE 96
@@ -38,6 +39,7 @@ typedef struct rtb_thread_attr {
     int priority;      /* 1 (lowest) .. RTB_PRIO_MAX (highest), real-time */
     int cpu;           /* CPU to pin to, or -1 for any */
     size_t stack_size; /* 0: the port's default */
+    bool round_robin;  /* time-sliced among equal priorities (SCHED_RR) */
 } rtb_thread_attr;
 
 #define RTB_PRIO_MAX 99
@@ -63,10 +65,15 @@ void rtb_port_abort(int status);
 int rtb_thread_create(rtb_thread *t, const rtb_thread_attr *attr, rtb_thread_fn fn, void *arg);
 /* Waits until the thread returned, or until `deadline` (RTB_ETIMEDOUT). */
 int rtb_thread_join(rtb_thread *t, rtb_time deadline);
+/* Deletes a thread that has not returned (it may never have run, or be
+ * blocked) and reclaims it; the RTOS "task delete". */
+int rtb_thread_delete(rtb_thread *t);
 /* Gives the CPU to the next ready thread of the same priority, if any. */
 void rtb_thread_yield(void);
 /* Sets the calling thread's priority (1..RTB_PRIO_MAX) and CPU (-1: keep). */
 int rtb_thread_self_set(int priority, int cpu);
+/* The calling thread's priority (1..RTB_PRIO_MAX; 0 when not real-time). */
+int rtb_thread_self_priority(void);
 /* Blocks the caller until rtb_clock_now() >= `when`. */
 int rtb_sleep_until(rtb_time when);
 
