@@ -71,7 +71,7 @@ def test_run_rejects_bad_input_before_measuring(db: Path, agent: Path, args: lis
     assert not db.exists() or "no runs" in rtbench("runs").stdout
 
 
-def test_list_shows_the_catalogue(agent: Path) -> None:  # noqa: D103
+def test_list_shows_the_catalogue(agent: Path) -> None:
     r = rtbench("list")
     assert r.returncode == 0
     assert re.search(r"THR-SW .*implemented", r.stdout)
