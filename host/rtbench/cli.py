@@ -9,52 +9,24 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
-from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from rtbench import __version__, catalogue, doctor, probe
 from rtbench.build import BuildError, ensure_agent
+from rtbench.commands import analysis as analysis_commands
+from rtbench.commands import report as report_commands
+from rtbench.commands.common import EXIT, err, fail, open_store, out, parse_labels
 from rtbench.model import Run
 from rtbench.reports.terminal import render_run
 from rtbench.session import Interrupted, collect
 from rtbench.session import Progress as RunProgress
-from rtbench.store import Store, StoreError, default_store_path
+from rtbench.store import StoreError, default_store_path
 from rtbench.stream import Record, StreamError
 from rtbench.suites import SUITES, SelectionError, select
 from rtbench.transports import LocalTransport, ReplayTransport, TransportError
-
-EXIT = {"passed": 0, "failed": 1, "error": 2}
-
-# Piped output (CI logs, files) gets a width a figures table fits in.
-out = Console(width=None if sys.stdout.isatty() else 132)
-err = Console(stderr=True)
-
-
-def fail(message: str, code: int = 2) -> NoReturn:
-    err.print("[bold red]rtbench:[/bold red] ", end="")
-    err.print(message, highlight=False, markup=False, soft_wrap=True)
-    sys.exit(code)
-
-
-def parse_labels(pairs: tuple[str, ...]) -> dict[str, str]:
-    labels: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            fail(f"--label {pair!r}: write KEY=VALUE")
-        labels[key] = value
-    return labels
-
-
-def open_store(ctx: click.Context) -> Store:
-    try:
-        return Store(ctx.obj["db"])
-    except StoreError as e:
-        fail(str(e))
 
 
 @click.group()
@@ -322,6 +294,9 @@ def doctor_cmd() -> None:
     doctor.render_findings(findings, out)
     sys.exit(doctor.doctor_exit_code(findings))
 
+
+analysis_commands.register(main)
+report_commands.register(main)
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,10 @@
+"""Analysis commands: compare, check, export, import, label."""
+
+from __future__ import annotations
+
+import click
+
+
+def register(main: click.Group) -> None:
+    """Adds this module's commands to the `rtbench` group."""
+    del main
