@@ -94,6 +94,7 @@ static void usage(FILE *f)
             "  --no-samples       histograms and summaries only, no raw samples\n"
             "  --max-samples N    samples buffered per series (default 1000000)\n"
             "  --deadline-slack MS  added to each case's hard deadline (default 20000)\n"
+            "  --trace-marker PATH  write case begin/end marks there (tracefs trace_marker)\n"
 #ifdef RTB_TEST_HOOKS
             "  --inject SITE=NS   test builds: inject a fault (yield_delay, give_delay,\n"
             "                     sem_noblock, ref_delay, ignore_stop,\n"
@@ -167,7 +168,7 @@ static bool plan(const char *arg, planned *p)
 }
 
 static void hello(rtb_stream *s, const rtb_options *o, const rtb_port_info *pi,
-                  const rtb_timing_info *ti, const planned *run, int nrun)
+                  const rtb_timing_info *ti, const planned *run, int nrun, bool tracing)
 {
     rtb_json *j = rtb_rec_begin(s, "hello");
     rtb_json_i64(j, "format", RTB_STREAM_FORMAT);
@@ -219,6 +220,7 @@ static void hello(rtb_stream *s, const rtb_options *o, const rtb_port_info *pi,
     rtb_json_i64(j, "priority", o->priority);
     rtb_json_bool(j, "samples", o->samples);
     rtb_json_u64(j, "max_samples", o->max_samples);
+    rtb_json_bool(j, "trace_marker", tracing);
     rtb_json_arr(j, "cases");
     for (int i = 0; i < nrun; i++)
         rtb_json_str(j, NULL, run[i].c->id);
@@ -244,6 +246,10 @@ static rtb_result run_case(rtb_ctx *ctx, watchdog *wd, const planned *p)
     rtb_json_i64(j, "deadline_ms", budget / 1000000);
     rtb_rec_end(ctx->stream);
 
+    char mark[96];
+    snprintf(mark, sizeof mark, "rtbench begin %s seq=%llu\n", p->c->id,
+             (unsigned long long)ctx->stream->seq);
+    rtb_trace_mark(mark);
     rtb_result r = RTB_UNSUPPORTED;
     rtb_time t0 = ctx->started = rtb_clock_now();
     if (!p->c->unsupported) {
@@ -259,6 +265,8 @@ static rtb_result run_case(rtb_ctx *ctx, watchdog *wd, const planned *p)
         /* Restore the main thread so the next case starts alike. */
         rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
     }
+    snprintf(mark, sizeof mark, "rtbench end %s\n", p->c->id);
+    rtb_trace_mark(mark);
     static const char *const names[] = {"passed", "failed", "error", "unsupported"};
     j = rtb_rec_begin(ctx->stream, "end");
     rtb_json_str(j, "case", p->c->id);
@@ -277,9 +285,11 @@ int main(int argc, char **argv)
         {"priority", required_argument, NULL, 'p'}, {"no-samples", no_argument, NULL, 'S'},
         {"max-samples", required_argument, NULL, 'm'}, {"inject", required_argument, NULL, 'i'},
         {"deadline-slack", required_argument, NULL, 'd'},
+        {"trace-marker", required_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
     rtb_options opt = {.cpu = -1, .priority = 80, .samples = true, .max_samples = 1000000,
                        .deadline_slack_ms = 20000};
+    const char *trace_marker = NULL;
     int ch;
     while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (ch) {
@@ -289,6 +299,7 @@ int main(int argc, char **argv)
         case 'S': opt.samples = false; break;
         case 'm': opt.max_samples = (size_t)strtoull(optarg, NULL, 10); break;
         case 'd': opt.deadline_slack_ms = strtoll(optarg, NULL, 10); break;
+        case 't': trace_marker = optarg; break;
         case 'i':
 #ifdef RTB_TEST_HOOKS
             if (rtb_inject_set(optarg) != RTB_OK) {
@@ -342,9 +353,10 @@ int main(int argc, char **argv)
         return 2;
     }
     rtb_timing_init(&ti);
+    bool tracing = trace_marker && rtb_trace_open(trace_marker) == RTB_OK;
     static rtb_stream stream;
     rtb_stream_init(&stream, stdout);
-    hello(&stream, &opt, &pi, &ti, run, nrun);
+    hello(&stream, &opt, &pi, &ti, run, nrun, tracing);
 
     static rtb_ctx ctx;
     ctx.stream = &stream;
@@ -355,6 +367,9 @@ int main(int argc, char **argv)
         rtb_warn(&ctx, "not_realtime", "%s", pi.rt_detail);
     if (!pi.memory_locked)
         rtb_warn(&ctx, "mlock", "%s", pi.mlock_detail);
+    if (trace_marker && !tracing)
+        rtb_warn(&ctx, "trace", "cannot open the trace marker %s: no kernel-trace alignment",
+                 trace_marker);
 
     static watchdog wd;
     wd.ctx = &ctx;

@@ -57,6 +57,13 @@ rtb_time rtb_clock_now(void);
  * resort of the watchdog when a case does not stop. */
 void rtb_port_abort(int status);
 
+/* Kernel-trace alignment: opens the OS's trace marker (Linux: tracefs
+ * trace_marker); rtb_trace_mark then writes a line into the kernel's own
+ * timeline, so host tools can line up kernel events with the agent's
+ * records. Outside measured sections only. No-ops when not opened. */
+int rtb_trace_open(const char *path);
+void rtb_trace_mark(const char *text);
+
 /* ---- threads --------------------------------------------------------- */
 
 /* Creates and starts a thread. If the port cannot grant real-time priority
@@ -112,7 +119,7 @@ int rtb_queue_receive(rtb_queue *q, void *buf, size_t cap, rtb_time deadline);
 int rtb_event_create(rtb_event *e, rtb_event_fn handler, void *arg, rtb_thread *target);
 int rtb_event_delete(rtb_event *e);
 /* Fires the handler at absolute time `when` (rtb_clock_now() clock), and
- * then every `period` ns if period > 0. */
+ * then every `period` ns if period > 0; when = 0 disarms (cancels). */
 int rtb_event_arm(rtb_event *e, rtb_time when, rtb_time period);
 /* Fires the handler now, from the calling thread (software trigger). */
 int rtb_event_raise(rtb_event *e);

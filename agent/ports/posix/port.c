@@ -194,6 +194,20 @@ void rtb_port_abort(int status)
     _exit(status);
 }
 
+static int trace_fd = -1; /* process-wide like the kernel's marker itself */
+
+int rtb_trace_open(const char *path)
+{
+    trace_fd = open(path, O_WRONLY | O_CLOEXEC);
+    return trace_fd >= 0 ? RTB_OK : from_errno(errno);
+}
+
+void rtb_trace_mark(const char *text)
+{
+    if (trace_fd >= 0 && write(trace_fd, text, strlen(text)) < 0)
+        trace_fd = -1; /* tracing went away: stop trying */
+}
+
 /* ---- threads --------------------------------------------------------- */
 
 static void *trampoline(void *arg)
