@@ -11,7 +11,21 @@ extern const rtb_case rtb_case_thr_sw;
 extern const rtb_case rtb_case_sem_shf;
 /* @THR-decls */
 /* @SEM-decls */
+extern const rtb_case rtb_case_sem_b_lck;
+extern const rtb_case rtb_case_sem_b_rel;
+extern const rtb_case rtb_case_sem_new;
+extern const rtb_case rtb_case_sem_arn;
+extern const rtb_case rtb_case_sem_arc;
+extern const rtb_case rtb_case_sem_take;
 /* @MUTMQ-decls */
+extern const rtb_case rtb_case_mut_b_pi;
+extern const rtb_case rtb_case_mut_arn;
+extern const rtb_case rtb_case_mut_arc;
+extern const rtb_case rtb_case_mq_send;
+extern const rtb_case rtb_case_mq_lat;
+extern const rtb_case rtb_case_sys_call;
+/* @IRQ-decls */
+/* @CLKJIT-decls */
 
 const rtb_case *const rtb_cases[] = {
     &rtb_case_cal_timer,
@@ -20,7 +34,21 @@ const rtb_case *const rtb_cases[] = {
     &rtb_case_sem_shf,
     /* @THR-table */
     /* @SEM-table */
+    &rtb_case_sem_b_lck,
+    &rtb_case_sem_b_rel,
+    &rtb_case_sem_new,
+    &rtb_case_sem_arn,
+    &rtb_case_sem_arc,
+    &rtb_case_sem_take,
     /* @MUTMQ-table */
+    &rtb_case_mut_b_pi,
+    &rtb_case_mut_arn,
+    &rtb_case_mut_arc,
+    &rtb_case_mq_send,
+    &rtb_case_mq_lat,
+    &rtb_case_sys_call,
+    /* @IRQ-table */
+    /* @CLKJIT-table */
 };
 const int rtb_ncases = (int)(sizeof rtb_cases / sizeof rtb_cases[0]);
 

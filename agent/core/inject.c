@@ -24,6 +24,7 @@ static const char *const sites[RTB_INJ_COUNT] = {
     [RTB_INJ_SEM_FIFO] = "sem_fifo",
     [RTB_INJ_NEW_PRIO] = "new_prio",
     [RTB_INJ_OP_DELAY] = "op_delay",
+    [RTB_INJ_MUTEX_NOPI] = "mutex_nopi",
 };
 
 int rtb_inject_set(const char *assignment)

@@ -227,6 +227,7 @@ typedef enum {
     RTB_INJ_SEM_FIFO,      /* a broken semaphore: wakes waiters in arrival order */
     RTB_INJ_NEW_PRIO,      /* a broken create: new threads get priority + N */
     RTB_INJ_OP_DELAY,      /* busy-wait inside every timed primitive call (SYS-CALL, ARN) */
+    RTB_INJ_MUTEX_NOPI,    /* a broken mutex: RTB_MUTEX_PI is ignored */
     RTB_INJ_COUNT
 } rtb_inject_site;
 

@@ -20,7 +20,21 @@ CASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "SEM-SHF": ({"duration_ms": "300"}, {"duration_ms": "30000"}),
     # @THR-suites
     # @SEM-suites
+    "SEM-B-LCK": ({}, {"count": "3", "rounds": "100"}),
+    "SEM-B-REL": ({}, {"waiters": "8"}),
+    "SEM-NEW": ({"iterations": "2000"}, {"iterations": "10000"}),
+    "SEM-ARN": ({"iterations": "2000"}, {"iterations": "10000"}),
+    "SEM-ARC": ({"rounds": "20"}, {"waiters": "1,8,32,128", "rounds": "100"}),
+    "SEM-TAKE": ({"iterations": "2000"}, {"iterations": "10000"}),
     # @MUTMQ-suites
+    "MUT-B-PI": ({"rounds": "3"}, {"rounds": "100"}),
+    "MUT-ARN": ({"iterations": "10000"}, {"iterations": "100000"}),
+    "MUT-ARC": ({"iterations": "1000"}, {"iterations": "10000"}),
+    "MQ-SEND": ({"iterations": "1000"}, {"iterations": "10000"}),
+    "MQ-LAT": ({"iterations": "1000"}, {"iterations": "10000"}),
+    "SYS-CALL": ({"iterations": "1000"}, {"iterations": "10000"}),
+    # @IRQ-suites
+    # @CLKJIT-suites
 }
 
 SUITES: dict[str, dict[str, dict[str, str]]] = {

@@ -300,6 +300,7 @@ int rtb_thread_delete(rtb_thread *th)
 
 int rtb_thread_self_priority(void)
 {
+    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
     int policy;
     struct sched_param p;
     if (pthread_getschedparam(pthread_self(), &policy, &p) != 0)
@@ -315,6 +316,7 @@ void rtb_thread_yield(void)
 
 int rtb_thread_self_set(int priority, int cpu)
 {
+    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
     int rc = apply_cpu(NULL, pthread_self(), cpu, false);
     if (rc == 0 && port_realtime) {
         struct sched_param p = {.sched_priority = priority};
@@ -433,7 +435,7 @@ int rtb_mutex_create(rtb_mutex *m, unsigned flags)
     pthread_mutexattr_t a;
     pthread_mutexattr_init(&a);
     int rc = 0;
-    if (flags & RTB_MUTEX_PI)
+    if ((flags & RTB_MUTEX_PI) && !RTB_INJECTED(RTB_INJ_MUTEX_NOPI))
         rc = pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
     if (rc == 0)
         rc = pthread_mutex_init(&p->m, &a);

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* MQ-LAT: message latency by ping-pong. A (p) stamps, writes the stamp into
+ * a message and sends it to B (p+1); B stamps on receipt (one way = B's
+ * stamp - the stamp in the message) and echoes the message back; A stamps
+ * on receipt (round trip). Both directions carry the full message size, a
+ * sweep. Same CPU by default, so a send switches straight to B. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/rtb.h"
+
+static const rtb_param_def params[] = {
+    {.name = "iterations", .help = "round trips timed per size", .def = {1000}, .ndef = 1,
+     .min = 1, .max = 10000000},
+    {.name = "size", .help = "message size in bytes (a sweep; above 8192 needs privilege)",
+     .def = {16, 1024}, .ndef = 2, .min = 16, .max = 1 << 20, .list = true},
+    {.name = "cross_cpu", .help = "1: B on another CPU than A (0: both on the measurement CPU)",
+     .def = {0}, .ndef = 1, .min = 0, .max = 1},
+};
+
+#define WARMUP 10
+#define STOP UINT64_MAX
+
+typedef struct lat {
+    rtb_ctx *ctx;
+    rtb_queue ab, ba;
+    size_t size, n; /* n includes the warm-up rounds */
+    size_t done;
+    char *a_out, *a_in, *b_buf; /* size bytes each: mq_receive needs mq_msgsize */
+    rtb_time *one, *round;
+} lat;
+
+static void pinger(void *arg)
+{
+    lat *x = arg;
+    for (uint64_t i = 0; i < x->n && !atomic_load(&x->ctx->stop); i++) {
+        rtb_time t0 = rtb_ts_now();
+        memcpy(x->a_out, &i, sizeof i);
+        memcpy(x->a_out + 8, &t0, sizeof t0);
+        if (rtb_queue_send(&x->ab, x->a_out, x->size, x->ctx->deadline) != RTB_OK)
+            break;
+        int len = rtb_queue_receive(&x->ba, x->a_in, x->size, x->ctx->deadline);
+        rtb_time t2 = rtb_ts_now();
+        if (len != (int)x->size)
+            break;
+        x->round[i] = t2 - t0;
+        x->done = i + 1;
+    }
+    uint64_t stop = STOP;
+    memcpy(x->a_out, &stop, sizeof stop);
+    rtb_queue_send(&x->ab, x->a_out, x->size, x->ctx->deadline);
+}
+
+static void echo(void *arg)
+{
+    lat *x = arg;
+    for (;;) {
+        int len = rtb_queue_receive(&x->ab, x->b_buf, x->size, x->ctx->deadline);
+        rtb_time t1 = rtb_ts_now();
+        uint64_t i = STOP;
+        rtb_time t0;
+        if (len == (int)x->size)
+            memcpy(&i, x->b_buf, sizeof i);
+        if (i >= x->n)
+            break;
+        memcpy(&t0, x->b_buf + 8, sizeof t0);
+        x->one[i] = t1 - t0;
+        if (rtb_queue_send(&x->ba, x->b_buf, x->size, x->ctx->deadline) != RTB_OK)
+            break;
+    }
+}
+
+static rtb_result point(rtb_ctx *ctx, size_t size, size_t n, rtb_series *one, rtb_series *rt)
+{
+    lat x = {.ctx = ctx, .size = size, .n = n + WARMUP};
+    x.a_out = calloc(1, size);
+    x.a_in = calloc(1, size);
+    x.b_buf = calloc(1, size);
+    x.one = calloc(x.n, sizeof *x.one);
+    x.round = calloc(x.n, sizeof *x.round);
+    rtb_result r = RTB_ERROR;
+    int qa = RTB_ENOMEM, qb = RTB_ENOMEM;
+    if (!x.a_out || !x.a_in || !x.b_buf || !x.one || !x.round) {
+        rtb_emit_check_error(ctx, "buffer", "no memory for size %zu", size);
+        goto out;
+    }
+    qa = rtb_queue_create(&x.ab, size, 1);
+    qb = rtb_queue_create(&x.ba, size, 1);
+    if (qa != RTB_OK || qb != RTB_OK) {
+        rtb_emit_check_error(ctx, "queue", "cannot create queues of %zu-byte messages (%d, %d)",
+                             size, qa, qb);
+        goto out;
+    }
+    rtb_thread th[2];
+    rtb_thread_attr ab = rtb_attr(ctx, "mq-echo", 1), aa = rtb_attr(ctx, "mq-ping", 0);
+    if (rtb_param(ctx, "cross_cpu"))
+        ab.cpu = (ctx->opt->cpu + 1) % ctx->port->cpu_count;
+    rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
+    int nt = 0;
+    if (rtb_thread_create(&th[nt], &ab, echo, &x) == RTB_OK)
+        nt++;
+    if (nt == 1 && rtb_thread_create(&th[nt], &aa, pinger, &x) == RTB_OK)
+        nt++;
+    if (nt == 1) { /* no pinger: end the echo thread */
+        uint64_t stop = STOP;
+        memcpy(x.a_out, &stop, sizeof stop);
+        rtb_queue_send(&x.ab, x.a_out, size, ctx->deadline);
+    }
+    int rc = rtb_join_all(ctx, th, nt);
+    for (size_t i = WARMUP; i < x.done; i++) {
+        rtb_series_push(one, x.one[i]);
+        rtb_series_push(rt, x.round[i]);
+    }
+    if (nt < 2 || rc != RTB_OK || x.done < x.n)
+        rtb_emit_check_error(ctx, "exchange", "size %zu: %zu of %zu round trips completed", size,
+                             x.done, x.n);
+    else
+        r = RTB_PASSED;
+out:
+    if (qa == RTB_OK)
+        rtb_queue_delete(&x.ab);
+    if (qb == RTB_OK)
+        rtb_queue_delete(&x.ba);
+    free(x.a_out);
+    free(x.a_in);
+    free(x.b_buf);
+    free(x.one);
+    free(x.round);
+    return r;
+}
+
+static rtb_result run(rtb_ctx *ctx)
+{
+    size_t n = (size_t)rtb_param(ctx, "iterations");
+    if (rtb_param(ctx, "cross_cpu") && ctx->port->cpu_count < 2) {
+        rtb_emit_check_error(ctx, "cross_cpu", "cross_cpu=1 needs two CPUs; this machine has one");
+        return RTB_ERROR;
+    }
+    const int64_t *sizes;
+    int points = rtb_param_list(ctx, "size", &sizes);
+    size_t cap = n < ctx->opt->max_samples ? n : ctx->opt->max_samples;
+    rtb_result worst = RTB_PASSED;
+    for (int p = 0; p < points; p++) {
+        rtb_series one, rt;
+        if (rtb_series_init(&one, "one_way", cap) != RTB_OK ||
+            rtb_series_init(&rt, "round_trip", cap) != RTB_OK) {
+            rtb_series_free(&one);
+            rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", cap);
+            return RTB_ERROR;
+        }
+        rtb_series_set_point(&one, "size", sizes[p]);
+        rtb_series_set_point(&rt, "size", sizes[p]);
+        if (point(ctx, (size_t)sizes[p], n, &one, &rt) != RTB_PASSED)
+            worst = RTB_ERROR;
+        rtb_emit_series(ctx, &one);
+        rtb_emit_series(ctx, &rt);
+        rtb_series_free(&one);
+        rtb_series_free(&rt);
+    }
+    return worst;
+}
+
+const rtb_case rtb_case_mq_lat = {
+    .id = "MQ-LAT",
+    .title = "Message latency: ping-pong, one way and round trip",
+    .params = params,
+    .nparams = sizeof params / sizeof params[0],
+    .run = run,
+};

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* MUT-ARC: lock / unlock under inversion, MUT-B-PI in a loop. Low (p) locks
+ * a PI mutex and wakes medium (p+1), which wakes high (p+2); high asks for
+ * the mutex. Acquisition = high's lock request until the low owner runs
+ * (it inherited high's priority, so it runs before medium); release = the
+ * owner's unlock until high runs with the mutex. All on one CPU. */
+#include <stdlib.h>
+
+#include "../core/rtb.h"
+
+static const rtb_param_def params[] = {
+    {.name = "iterations", .help = "inversions timed", .def = {1000}, .ndef = 1, .min = 1,
+     .max = 10000000},
+};
+
+typedef struct arc {
+    rtb_ctx *ctx;
+    rtb_mutex m;
+    rtb_sem go_med, go_high;
+    size_t n;
+    atomic_size_t cur;   /* the iteration low is in: set before it wakes the others */
+    atomic_bool done;
+    size_t completed;
+    rtb_time *t_req, *t_got; /* high: lock request, has the mutex */
+    rtb_time *t_own, *t_unl; /* low: runs again as owner, unlocks */
+    rtb_time *t_med;         /* medium: back on the CPU */
+} arc;
+
+static void low_fn(void *arg)
+{
+    arc *x = arg;
+    for (size_t i = 0; i < x->n && !atomic_load(&x->ctx->stop); i++) {
+        if (rtb_mutex_lock(&x->m) != RTB_OK)
+            break;
+        atomic_store(&x->cur, i);
+        rtb_sem_give(&x->go_med); /* medium, then high, run from here */
+        x->t_own[i] = rtb_ts_now();
+        x->t_unl[i] = rtb_ts_now();
+        rtb_mutex_unlock(&x->m);
+        x->completed = i + 1;
+    }
+    atomic_store(&x->done, true);
+    rtb_sem_give(&x->go_med);
+}
+
+static void medium_fn(void *arg)
+{
+    arc *x = arg;
+    while (rtb_sem_take(&x->go_med, x->ctx->deadline) == RTB_OK && !atomic_load(&x->done)) {
+        size_t i = atomic_load(&x->cur);
+        rtb_sem_give(&x->go_high); /* high preempts and asks for the mutex */
+        x->t_med[i] = rtb_ts_now();
+    }
+    atomic_store(&x->done, true);
+    rtb_sem_give(&x->go_high);
+}
+
+static void high_fn(void *arg)
+{
+    arc *x = arg;
+    while (rtb_sem_take(&x->go_high, x->ctx->deadline) == RTB_OK && !atomic_load(&x->done)) {
+        size_t i = atomic_load(&x->cur);
+        x->t_req[i] = rtb_ts_now();
+        if (rtb_mutex_lock(&x->m) != RTB_OK)
+            break;
+        x->t_got[i] = rtb_ts_now();
+        rtb_mutex_unlock(&x->m);
+    }
+    atomic_store(&x->done, true);
+}
+
+static rtb_result measure(rtb_ctx *ctx, arc *x, rtb_series *acq, rtb_series *rel)
+{
+    if (rtb_mutex_create(&x->m, RTB_MUTEX_PI) != RTB_OK) {
+        rtb_emit_check_error(ctx, "mutex", "cannot create a priority-inheritance mutex");
+        return RTB_ERROR;
+    }
+    rtb_sem_create(&x->go_med, 0);
+    rtb_sem_create(&x->go_high, 0);
+    rtb_thread th[3];
+    rtb_thread_attr ah = rtb_attr(ctx, "arc-high", 2), am = rtb_attr(ctx, "arc-med", 1),
+                    al = rtb_attr(ctx, "arc-low", 0);
+    /* The creator outranks them: high and medium start waiting before low
+     * takes the mutex for the first time. */
+    rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
+    int n = 0;
+    if (rtb_thread_create(&th[n], &ah, high_fn, x) == RTB_OK)
+        n++;
+    if (n == 1 && rtb_thread_create(&th[n], &am, medium_fn, x) == RTB_OK)
+        n++;
+    if (n == 2 && rtb_thread_create(&th[n], &al, low_fn, x) == RTB_OK)
+        n++;
+    if (n < 3) {
+        atomic_store(&x->done, true);
+        rtb_sem_give(&x->go_med);
+        rtb_sem_give(&x->go_high);
+    }
+    int rc = rtb_join_all(ctx, th, n);
+    rtb_sem_delete(&x->go_med);
+    rtb_sem_delete(&x->go_high);
+    rtb_mutex_delete(&x->m);
+    if (n < 3 || rc != RTB_OK) {
+        rtb_emit_check_error(ctx, "threads", "the three threads could not be run (%d created)",
+                             n);
+        return RTB_ERROR;
+    }
+    /* An iteration measures an inversion only if high asked before the
+     * owner ran again; with inheritance the owner also runs before medium
+     * gets the CPU back. Without real-time priority neither is certain:
+     * only the iterations that did invert are timed. */
+    size_t inverted = 0, skipped = 0;
+    for (size_t i = 0; i < x->completed; i++) {
+        if (!x->t_req[i] || !x->t_got[i] || x->t_req[i] > x->t_own[i]) {
+            skipped++;
+            continue;
+        }
+        rtb_series_push(acq, x->t_own[i] - x->t_req[i]);
+        rtb_series_push(rel, x->t_got[i] - x->t_unl[i]);
+        if (x->t_got[i] > x->t_med[i])
+            inverted++;
+    }
+    if (!ctx->port->realtime) {
+        rtb_emit_check_error(ctx, "inheritance",
+                             "needs real-time priority (SCHED_FIFO); of %zu iterations %zu were "
+                             "not set up and medium ran first in %zu",
+                             x->completed, skipped, inverted);
+        return RTB_ERROR;
+    }
+    bool ok = inverted == 0 && skipped == 0 && x->completed == x->n;
+    rtb_emit_check(ctx, "inheritance", ok,
+                   "%zu of %zu iterations done, %zu not set up; medium ran before the owner "
+                   "released in %zu",
+                   x->completed, x->n, skipped, inverted);
+    return ok ? RTB_PASSED : RTB_FAILED;
+}
+
+static rtb_result run(rtb_ctx *ctx)
+{
+    arc x = {.ctx = ctx, .n = (size_t)rtb_param(ctx, "iterations")};
+    rtb_time **bufs[] = {&x.t_req, &x.t_got, &x.t_own, &x.t_unl, &x.t_med};
+    bool mem = true;
+    for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++)
+        mem = (*bufs[b] = calloc(x.n, sizeof(rtb_time))) != NULL && mem;
+    size_t cap = x.n < ctx->opt->max_samples ? x.n : ctx->opt->max_samples;
+    rtb_series acq, rel;
+    mem = rtb_series_init(&acq, "acquire", cap) == RTB_OK && mem;
+    mem = rtb_series_init(&rel, "release", cap) == RTB_OK && mem;
+    rtb_result r;
+    if (!mem) {
+        rtb_emit_check_error(ctx, "buffer", "no memory for %zu iterations", x.n);
+        r = RTB_ERROR;
+    } else {
+        r = measure(ctx, &x, &acq, &rel);
+        rtb_emit_series(ctx, &acq);
+        rtb_emit_series(ctx, &rel);
+    }
+    rtb_series_free(&acq);
+    rtb_series_free(&rel);
+    for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++)
+        free(*bufs[b]);
+    return r;
+}
+
+const rtb_case rtb_case_mut_arc = {
+    .id = "MUT-ARC",
+    .title = "Mutex lock / unlock under inversion (priority inheritance)",
+    .params = params,
+    .nparams = sizeof params / sizeof params[0],
+    .run = run,
+};

@@ -1,0 +1,178 @@
+"""Known answers for the SEM family (SEM-B-LCK, SEM-B-REL, SEM-NEW, SEM-ARN,
+SEM-ARC, SEM-TAKE): broken semaphores make the behaviour checks fail, the
+real one passes, and a busy-wait injected into every port call shows up in
+each timed interval that contains one call. No absolute time is asserted."""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+D = 200_000  # ns: far above a semaphore call or switch here, far below a test's patience
+
+
+def verdicts(result, case_id: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    case = result.run.case(case_id)
+    assert case is not None, result.stderr
+    return {c.name: c.verdict for c in case.checks}
+
+
+# ---- behaviour: SEM-B-REL, SEM-B-LCK --------------------------------------
+
+
+def test_release_order_real_semaphore_passes(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+    r = run_agent(test_agent, ["SEM-B-REL:waiters=8"])
+    assert verdicts(r, "SEM-B-REL") == {"release_order": "pass"}
+    assert r.run.case("SEM-B-REL").outcome == "passed" and r.code == 0
+
+
+def test_release_order_fifo_semaphore_fails(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+    r = run_agent(test_agent, ["--inject", "sem_fifo=1", "SEM-B-REL:waiters=8"])
+    case = r.run.case("SEM-B-REL")
+    assert case is not None
+    check = case.checks[0]
+    assert check.name == "release_order" and check.verdict == "fail"
+    # The FIFO semaphore woke them exactly in arrival order.
+    arrival = check.detail.split("priority order ")[1].split(";")[0]
+    woke = check.detail.split("gives woke ")[1].split(" (")[0]
+    assert arrival == woke
+    assert case.outcome == "failed" and r.code == 1
+
+
+def test_counting_semantics_real_semaphore_passes(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+    r = run_agent(test_agent, ["SEM-B-LCK:count=3:rounds=20"])
+    assert verdicts(r, "SEM-B-LCK") == {
+        "take_until_zero": "pass",
+        "give_increments": "pass",
+        "blocks_at_zero": "pass",
+        "give_wakes_waiter": "pass",
+        "waiter_consumes": "pass",
+    }
+    assert r.code == 0
+
+
+def test_counting_semantics_nonblocking_take_fails(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+    r = run_agent(test_agent, ["--inject", "sem_noblock=1", "SEM-B-LCK:count=3:rounds=20"])
+    v = verdicts(r, "SEM-B-LCK")
+    # A take that never blocks never says EAGAIN and never waits at 0.
+    assert v["take_until_zero"] == "fail"
+    assert v["give_increments"] == "fail"
+    assert v["blocks_at_zero"] == "fail"
+    assert r.run.case("SEM-B-LCK").outcome == "failed" and r.code == 1
+
+
+# ---- known answers for the timed cases -------------------------------------
+
+TIMED = [
+    "SEM-NEW:iterations=300",
+    "SEM-ARN:iterations=300",
+    "SEM-TAKE:iterations=300",
+    "SEM-ARC:waiters=2,16:rounds=10",
+]
+# (case, series, point, samples expected)
+SERIES = [
+    ("SEM-NEW", "create", {"used": 0}, 300),
+    ("SEM-NEW", "delete", {"used": 0}, 300),
+    ("SEM-NEW", "create", {"used": 1}, 300),
+    ("SEM-NEW", "delete", {"used": 1}, 300),
+    ("SEM-ARN", "take", None, 300),
+    ("SEM-ARN", "give", None, 300),
+    ("SEM-TAKE", "available", None, 300),
+    ("SEM-TAKE", "unavailable", None, 300),
+    ("SEM-ARC", "acquire", {"n": 2}, 20),
+    ("SEM-ARC", "release", {"n": 2}, 20),
+    ("SEM-ARC", "acquire", {"n": 16}, 160),
+    ("SEM-ARC", "release", {"n": 16}, 160),
+]
+
+
+@pytest.fixture(scope="module")
+def timed_runs(test_agent: Path, run_agent):  # type: ignore[no-untyped-def]
+    base = run_agent(test_agent, TIMED)
+    slow = run_agent(test_agent, ["--inject", f"op_delay={D}", *TIMED])
+    return base, slow
+
+
+def _samples(result, case: str, series: str, point) -> np.ndarray:  # type: ignore[no-untyped-def]
+    c = result.run.case(case)
+    assert c is not None, result.stderr
+    s = c.find(series, point)
+    assert s is not None and s.samples is not None, (case, series, point)
+    return np.asarray(s.samples)
+
+
+@pytest.mark.parametrize(("case", "series", "point", "count"), SERIES)
+def test_op_delay_shows_once_in_each_interval(timed_runs, case, series, point, count) -> None:  # type: ignore[no-untyped-def]
+    base_run, slow_run = timed_runs
+    assert base_run.code == 0 and slow_run.code == 0, (base_run.stderr, slow_run.stderr)
+    base = _samples(base_run, case, series, point)
+    slow = _samples(slow_run, case, series, point)
+    assert len(base) == len(slow) == count  # every attempt gave a sample
+    # Each interval holds one port call: none can be shorter than the delay...
+    assert slow.min() >= D
+    # ...the typical one moved by about D, and by one delay, not two.
+    shift = float(np.median(slow) - np.median(base))
+    assert 0.9 * D <= shift <= 1.5 * D
+    assert np.median(base) < D  # the injection, not the machine, made the difference
+
+
+def test_contention_warns_when_priorities_run_out(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+    r = run_agent(test_agent, ["SEM-ARC:waiters=100:rounds=2"])
+    case = r.run.case("SEM-ARC")
+    assert case is not None and case.outcome == "passed", r.stderr
+    assert [w.code for w in case.warnings] == ["priorities_repeat"]
+    assert "creator at 1, waiters at 2..97" in case.warnings[0].detail
+    for name in ("acquire", "release"):
+        s = case.find(name, {"n": 100})
+        assert s is not None and s.n == 200
+
+
+# ---- without real-time priority ---------------------------------------------
+
+NOBODY = 65534
+
+
+def _drop_privileges() -> None:
+    resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))
+    os.setgroups([])
+    os.setresgid(NOBODY, NOBODY, NOBODY)
+    os.setresuid(NOBODY, NOBODY, NOBODY)
+
+
+@pytest.fixture(scope="module")
+def public_test_agent(test_agent: Path) -> Iterator[Path]:
+    """A copy `nobody` can execute, wherever the build lives."""
+    d = Path(tempfile.mkdtemp(prefix="rtbench-sem-nobody-", dir="/tmp"))
+    d.chmod(0o755)
+    exe = d / test_agent.name
+    shutil.copy2(test_agent, exe)
+    exe.chmod(0o755)
+    yield exe
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
+def test_without_realtime_priority_checks_say_error(public_test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+    r = run_agent(
+        public_test_agent,
+        ["SEM-B-REL", "SEM-B-LCK", "SEM-TAKE:iterations=200"],
+        preexec=_drop_privileges,
+    )
+    assert not r.run.realtime
+    assert verdicts(r, "SEM-B-REL") == {"release_order": "error"}
+    assert "real-time priority" in r.run.case("SEM-B-REL").checks[0].detail
+    lck = verdicts(r, "SEM-B-LCK")
+    # What does not depend on priorities is still judged.
+    assert lck["take_until_zero"] == "pass" and lck["blocks_at_zero"] == "error"
+    take = r.run.case("SEM-TAKE")
+    assert take is not None
+    assert take.find("available").n == 200
+    assert take.find("unavailable").n > 0
+    assert r.code == 3
