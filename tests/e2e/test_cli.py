@@ -75,7 +75,7 @@ def test_list_shows_the_catalogue(agent: Path) -> None:
     r = rtbench("list")
     assert r.returncode == 0
     assert re.search(r"THR-SW .*implemented", r.stdout)
-    assert re.search(r"THR-PRE .*planned", r.stdout)
+    assert re.search(r"RSP-IO .*planned", r.stdout)
     listed = subprocess.run([str(agent), "--list"], capture_output=True, text=True, check=True)
     assert len(re.findall(r"implemented", r.stdout)) == len(listed.stdout.splitlines())
 
@@ -108,7 +108,9 @@ def test_doctor_explains(agent: Path) -> None:
         assert name in r.stdout
 
 
-def _agents() -> list[int]:
+def _agents(parent: int | None = None) -> list[int]:
+    """Live agent processes (of `parent` only, when given: other sessions
+    may run agents on the same machine)."""
     pids = []
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
@@ -117,8 +119,10 @@ def _agents() -> list[int]:
                 stat = (d / "stat").read_text()
             except OSError:
                 continue
-            if b"rtbench-agent" in cmd.split(b"\0")[0] and ") Z" not in stat:
-                pids.append(int(d.name))
+            fields = stat.rsplit(")", 1)[-1].split()
+            if b"rtbench-agent" in cmd.split(b"\0")[0] and fields[0] != "Z":
+                if parent is None or int(fields[1]) == parent:
+                    pids.append(int(d.name))
     return pids
 
 
@@ -131,31 +135,42 @@ def _wait_for(pred, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-d
     return False
 
 
-def _start_long_run() -> subprocess.Popen[str]:
-    before = set(_agents())
+def _alive(pids: set[int]) -> bool:
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[-1].split()[0] != "Z":
+            return True
+    return False
+
+
+def _start_long_run() -> tuple[subprocess.Popen[str], set[int]]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "rtbench.cli", "run", "-c", "THR-SW",
          "--set", "THR-SW.duration_ms=4000", "--set", "THR-SW.n=2"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    assert _wait_for(lambda: set(_agents()) - before), "the agent never started"
+    assert _wait_for(lambda: _agents(proc.pid)), "the agent never started"
+    agents = set(_agents(proc.pid))
     time.sleep(0.5)  # let it measure a little
-    return proc
+    return proc, agents
 
 
 def test_ctrl_c_stores_what_was_measured_and_stops_the_agent(db: Path, agent: Path) -> None:
-    proc = _start_long_run()
+    proc, agents = _start_long_run()
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, out + err
     assert "interrupted" in err and "interrupted by the user" in out
-    assert _wait_for(lambda: not _agents()), "an agent outlived the run"
+    assert _wait_for(lambda: not _alive(agents)), "an agent outlived the run"
     r = rtbench("runs")
     assert re.search(r"│ 1 .*error", r.stdout), r.stdout
 
 
 def test_killed_host_takes_the_agent_with_it(db: Path, agent: Path) -> None:
-    proc = _start_long_run()
+    proc, agents = _start_long_run()
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
-    assert _wait_for(lambda: not _agents(), timeout=10), "the agent outlived a killed host"
+    assert _wait_for(lambda: not _alive(agents), timeout=10), "the agent outlived a killed host"

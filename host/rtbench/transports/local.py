@@ -30,6 +30,7 @@ class LocalTransport:
         self.proc: subprocess.Popen[bytes] | None = None
         self._queue: queue.Queue[bytes] = queue.Queue(maxsize=10000)
         self._stderr: list[str] = []
+        self._readers: list[threading.Thread] = []
 
     def start(self, args: list[str]) -> None:
         try:
@@ -43,8 +44,12 @@ class LocalTransport:
             )
         except OSError as e:
             raise TransportError(f"cannot start {self.exe}: {e}") from e
-        threading.Thread(target=self._pump, daemon=True).start()
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        self._readers = [
+            threading.Thread(target=self._pump, daemon=True),
+            threading.Thread(target=self._drain_stderr, daemon=True),
+        ]
+        for t in self._readers:
+            t.start()
 
     def _pump(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
@@ -86,7 +91,11 @@ class LocalTransport:
                     break
                 except subprocess.TimeoutExpired:
                     continue
-        return proc.wait()
+        status = proc.wait()
+        # The agent's last words (stderr) must be read before anyone asks.
+        for t in self._readers:
+            t.join(timeout=5)
+        return status
 
     def diagnostics(self) -> str:
         return "\n".join(self._stderr[-20:])
