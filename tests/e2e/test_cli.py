@@ -120,9 +120,9 @@ def _agents(parent: int | None = None) -> list[int]:
             except OSError:
                 continue
             fields = stat.rsplit(")", 1)[-1].split()
-            if b"rtbench-agent" in cmd.split(b"\0")[0] and fields[0] != "Z":
-                if parent is None or int(fields[1]) == parent:
-                    pids.append(int(d.name))
+            ours = parent is None or int(fields[1]) == parent
+            if b"rtbench-agent" in cmd.split(b"\0")[0] and fields[0] != "Z" and ours:
+                pids.append(int(d.name))
     return pids
 
 
