@@ -10,6 +10,12 @@ extern const rtb_case rtb_case_cal_ref;
 extern const rtb_case rtb_case_thr_sw;
 extern const rtb_case rtb_case_sem_shf;
 /* @THR-decls */
+extern const rtb_case rtb_case_thr_pre;
+extern const rtb_case rtb_case_thr_ctx;
+extern const rtb_case rtb_case_thr_new;
+extern const rtb_case rtb_case_thr_b_new;
+extern const rtb_case rtb_case_thr_b_rr;
+extern const rtb_case rtb_case_thr_lock;
 /* @SEM-decls */
 extern const rtb_case rtb_case_sem_b_lck;
 extern const rtb_case rtb_case_sem_b_rel;
@@ -26,6 +32,9 @@ extern const rtb_case rtb_case_mq_lat;
 extern const rtb_case rtb_case_sys_call;
 /* @IRQ-decls */
 /* @CLKJIT-decls */
+extern const rtb_case rtb_case_clk_dur;
+extern const rtb_case rtb_case_clk_res;
+extern const rtb_case rtb_case_jit_per;
 
 const rtb_case *const rtb_cases[] = {
     &rtb_case_cal_timer,
@@ -33,6 +42,12 @@ const rtb_case *const rtb_cases[] = {
     &rtb_case_thr_sw,
     &rtb_case_sem_shf,
     /* @THR-table */
+    &rtb_case_thr_pre,
+    &rtb_case_thr_ctx,
+    &rtb_case_thr_new,
+    &rtb_case_thr_b_new,
+    &rtb_case_thr_b_rr,
+    &rtb_case_thr_lock,
     /* @SEM-table */
     &rtb_case_sem_b_lck,
     &rtb_case_sem_b_rel,
@@ -49,6 +64,9 @@ const rtb_case *const rtb_cases[] = {
     &rtb_case_sys_call,
     /* @IRQ-table */
     /* @CLKJIT-table */
+    &rtb_case_clk_dur,
+    &rtb_case_clk_res,
+    &rtb_case_jit_per,
 };
 const int rtb_ncases = (int)(sizeof rtb_cases / sizeof rtb_cases[0]);
 

@@ -125,6 +125,13 @@ def _finish(ctx: click.Context, run: Run, store_it: bool) -> None:
     help="Also write the raw stream to this file.",
 )
 @click.option("--no-store", is_flag=True, help="Do not store the run.")
+@click.option(
+    "--trace",
+    "trace_kernel",
+    is_flag=True,
+    help="Linux, root: record kernel events (tracefs) and add the in-kernel split "
+    "(irq, tick, wake-up) to each case.",
+)
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -139,8 +146,12 @@ def run(
     agent_path: Path | None,
     save_stream: Path | None,
     no_store: bool,
+    trace_kernel: bool,
 ) -> None:
     """Run a suite (or chosen cases) on this machine, store and show it."""
+    # Imported here: only `run --trace` needs the kernel-trace package.
+    from rtbench import trace as kernel_trace
+
     label_map = parse_labels(labels)
     exe = _agent(agent_path)
     try:
@@ -177,8 +188,12 @@ def run(
                 f"/{len(plan)} · {p.records} records",
             )
 
+        rec: kernel_trace.Recorder | None = None
         try:
-            result = collect(transport, args, on_record, raw_sink=saved)
+            # tracefs is restored when this block ends, however it ends.
+            with kernel_trace.recording(trace_kernel, cpu) as rec:
+                run_args = [*kernel_trace.agent_args(rec), *args]
+                result = collect(transport, run_args, on_record, raw_sink=saved)
         except Interrupted as e:
             result, interrupted = e.run, True
         except (TransportError, StreamError) as e:
@@ -189,6 +204,9 @@ def run(
     result.machine = machine
     result.labels = label_map
     result.source = "run"
+    if rec is not None:
+        with err.status("decoding the kernel trace…"):
+            kernel_trace.finish(result, rec)
     _finish(ctx, result, store_it=not no_store)
     if interrupted:
         err.print("interrupted: what was measured is stored", style="yellow")

@@ -19,6 +19,15 @@ CASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "THR-SW": ({"duration_ms": "200"}, {"duration_ms": "30000"}),
     "SEM-SHF": ({"duration_ms": "300"}, {"duration_ms": "30000"}),
     # @THR-suites
+    "THR-PRE": ({"duration_ms": "300"}, {"duration_ms": "30000"}),
+    "THR-CTX": (
+        {"iterations": "10000", "extra": "0,500"},
+        {"iterations": "10000", "extra": "0,500"},
+    ),
+    "THR-NEW": ({"iterations": "200"}, {"iterations": "1000"}),
+    "THR-B-NEW": ({"repeats": "20"}, {"repeats": "100"}),
+    "THR-B-RR": ({"duration_ms": "600"}, {"threads": "3", "duration_ms": "3000"}),
+    "THR-LOCK": ({}, {}),
     # @SEM-suites
     "SEM-B-LCK": ({}, {"count": "3", "rounds": "100"}),
     "SEM-B-REL": ({}, {"waiters": "8"}),
@@ -35,6 +44,9 @@ CASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "SYS-CALL": ({"iterations": "1000"}, {"iterations": "10000"}),
     # @IRQ-suites
     # @CLKJIT-suites
+    "CLK-DUR": ({"duration_ms": "400"}, {"duration_ms": "10000"}),
+    "CLK-RES": ({"count": "200"}, {"count": "2000"}),
+    "JIT-PER": ({"period_us": "1000", "cycles": "2000"}, {"period_us": "10000", "cycles": "5000"}),
 }
 
 SUITES: dict[str, dict[str, dict[str, str]]] = {

@@ -77,7 +77,9 @@ def test_list_shows_the_catalogue(agent: Path) -> None:
     assert re.search(r"THR-SW .*implemented", r.stdout)
     assert re.search(r"RSP-IO .*planned", r.stdout)
     listed = subprocess.run([str(agent), "--list"], capture_output=True, text=True, check=True)
-    assert len(re.findall(r"implemented", r.stdout)) == len(listed.stdout.splitlines())
+    supported = [line for line in listed.stdout.splitlines() if '"supported":true' in line]
+    assert len(re.findall(r"implemented", r.stdout)) == len(supported)
+    assert re.search(r"THR-LOCK .*unsupported \(POSIX", r.stdout)
 
 
 def test_ingest_good_and_damaged_streams(db: Path) -> None:

@@ -383,6 +383,8 @@ int rtb_sem_give(rtb_sem *s)
 
 /* Tickets in arrival order: the waiter that came first is served first,
  * whatever its priority. */
+static void fifo_unlock(void *m) { pthread_mutex_unlock(m); }
+
 static int fifo_take(posix_sem *p, rtb_time deadline)
 {
     int rc = 0;
@@ -393,9 +395,13 @@ static int fifo_take(posix_sem *p, rtb_time deadline)
     }
     uint64_t ticket = p->next_ticket++;
     struct timespec ts = realtime_of(deadline);
+    /* A waiter deleted (cancelled) inside the wait must not take the
+     * mutex with it, or every later user of the semaphore hangs. */
+    pthread_cleanup_push(fifo_unlock, &p->m);
     while (rc == 0 && (p->count == 0 || ticket != p->serving))
         rc = deadline == RTB_FOREVER ? pthread_cond_wait(&p->c, &p->m)
                                      : pthread_cond_timedwait(&p->c, &p->m, &ts);
+    pthread_cleanup_pop(0);
     if (rc == 0)
         p->count--;
     p->serving++; /* served or gave up: the next ticket's turn */

@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* CLK-DUR: clock tick processing duration. A thread at the top case
+ * priority spins reading the timestamp; a step between two reads above a
+ * threshold is time taken from it (an interrupt, the tick, a preemption).
+ * Every gap's start and length go into preallocated arrays. Afterwards the
+ * gaps that recur at one period are found (the tick: its period is
+ * detected, not assumed) and reported apart from the others.
+ *
+ * RT throttling (sched_rt_runtime_us, 950 ms per 1 s by default) stops an
+ * RT spinner after 0.95 s of a 1 s period: the spin runs in windows of at
+ * most 900 ms with sleeps between them. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../core/rtb.h"
+
+static const rtb_param_def params[] = {
+    {.name = "duration_ms", .help = "total spinning time", .def = {400}, .ndef = 1, .min = 1,
+     .max = 3600000},
+    {.name = "window_ms", .help = "spinning per window (sleeps between windows keep RT "
+     "throttling away)", .def = {400}, .ndef = 1, .min = 1, .max = 900},
+    {.name = "threshold_ns", .help = "smallest gap recorded; 0 = derived from the read cost",
+     .def = {0}, .ndef = 1, .min = 0, .max = 1000000000},
+    {.name = "inject_period_us", .help = "self-test: a higher-priority thread on the same CPU "
+     "takes inject_us every this long; 0 = off", .def = {0}, .ndef = 1, .min = 0,
+     .max = 1000000},
+    {.name = "inject_us", .help = "self-test: length of each injected gap", .def = {0},
+     .ndef = 1, .min = 0, .max = 100000},
+};
+
+#define NEIGHBOURS 8         /* spacings to this many later gaps are period candidates */
+#define MAX_CAND_GAPS 20000   /* candidates come from the first gaps only */
+#define MIN_PERIOD 50000      /* ns */
+#define MAX_PERIOD 100000000  /* ns: HZ=10 */
+#define PEAKS 6               /* candidate periods tried per source */
+#define MIN_HIT_FRACTION 0.6  /* of a lattice's slots that must hold a gap */
+#define MIN_SLOTS 10          /* a source must show at least this many slots */
+#define MAX_SOURCES 4         /* recurring sources told apart */
+
+typedef struct dur {
+    rtb_ctx *ctx;
+    rtb_time threshold, window, total, pause;
+    rtb_time *start, *len;
+    size_t cap, n;
+    uint64_t lost;
+    int nwin;
+    size_t *first;        /* first gap of each window (nwin + 1 entries) */
+    rtb_time *lo, *hi;    /* each window's spin span */
+    rtb_time case_start;  /* ctx->started on the rtb_ts_now timeline */
+    rtb_time inj_period, inj_len;
+    atomic_bool spun;
+} dur;
+
+static void spinner(void *arg)
+{
+    dur *d = arg;
+    for (int w = 0; w < d->nwin; w++) {
+        if (w)
+            rtb_sleep_until(rtb_clock_now() + d->pause);
+        char mark[96];
+        rtb_time t0 = rtb_ts_now();
+        snprintf(mark, sizeof mark, "rtbench CLK-DUR window %d at +%lld ns\n", w,
+                 (long long)(t0 - d->case_start));
+        rtb_trace_mark(mark);
+        d->first[w] = d->n;
+        rtb_time left = d->total - (rtb_time)w * d->window;
+        rtb_time end = rtb_ts_now() + (left < d->window ? left : d->window);
+        rtb_time prev = rtb_ts_now(), t;
+        d->lo[w] = prev;
+        while (prev < end) {
+            t = rtb_ts_now();
+            if (t - prev > d->threshold) {
+                if (d->n < d->cap) {
+                    d->start[d->n] = prev;
+                    d->len[d->n++] = t - prev;
+                } else {
+                    d->lost++;
+                }
+            }
+            prev = t;
+        }
+        d->hi[w] = prev;
+        if (atomic_load_explicit(&d->ctx->stop, memory_order_relaxed)) {
+            d->nwin = w + 1;
+            break;
+        }
+    }
+    d->first[d->nwin] = d->n;
+    atomic_store(&d->spun, true);
+}
+
+/* The self-test's recurring gap: a busy-wait every inj_period. */
+static void injector(void *arg)
+{
+    dur *d = arg;
+    rtb_time next = rtb_clock_now() + d->inj_period;
+    while (!atomic_load(&d->spun) && next < d->ctx->deadline) {
+        rtb_sleep_until(next);
+        rtb_time t = rtb_ts_now();
+        while (rtb_ts_now() - t < d->inj_len)
+            ;
+        for (rtb_time now = rtb_clock_now(); next <= now;)
+            next += d->inj_period; /* a late wake skips slots, never doubles up */
+    }
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* How far from its lattice point a recurring gap may start: interrupt
+ * entry and wake-up jitter, small against the period. */
+static double tolerance(double period) { return fmin(fmax(5000.0, period / 100), 50000.0); }
+
+typedef struct fit {
+    double period;
+    uint64_t hits, slots;
+    uint64_t fresh; /* hits no earlier source had claimed */
+} fit;
+
+/* Whether a gap starts `at` (± tol) after gap i. */
+static bool partner(const dur *d, size_t i, size_t end, double at, double tol)
+{
+    for (size_t j = i + 1; j < end; j++) {
+        double s = (double)(d->start[j] - d->start[i]);
+        if (s > at + tol)
+            return false;
+        if (fabs(s - at) <= tol)
+            return true;
+    }
+    return false;
+}
+
+/* One window's lattice through `anchor`: marks one gap per slot (an
+ * unclaimed one where there is a choice), counts the slots hit and
+ * returns how many of them hold an unclaimed gap. Only unclaimed hits
+ * move the reference, so an earlier source cannot pull the phase. */
+static uint64_t follow(const dur *d, const int *owner, double period, size_t a, size_t b,
+                       size_t anchor, bool *hit, int64_t *index, uint64_t *hits)
+{
+    double tol = tolerance(period);
+    rtb_time ref = d->start[anchor];
+    int64_t k = 0, last = INT64_MIN;
+    size_t last_i = b;
+    uint64_t fresh = 0;
+    *hits = 0;
+    for (size_t i = a; i < b; i++) {
+        hit[i] = false;
+        double off = (double)(d->start[i] - ref);
+        int64_t m = llround(off / period);
+        if (fabs(off - (double)m * period) > tol)
+            continue;
+        int64_t slot = k + m;
+        if (slot != last) {
+            ++*hits;
+        } else if (owner[last_i] >= 0 && owner[i] < 0) {
+            hit[last_i] = false;
+            fresh--; /* re-counted below */
+        } else {
+            continue;
+        }
+        hit[i] = true;
+        index[i] = slot;
+        last = slot;
+        last_i = i;
+        fresh += owner[i] < 0;
+        if (owner[i] < 0 && i >= anchor) {
+            k = slot;
+            ref = d->start[i];
+        }
+    }
+    return fresh;
+}
+
+#define ANCHORS 4 /* anchors tried per window: a stray gap may sit on the lattice by chance */
+
+/* Marks the gaps that sit on a lattice of `period` and refits the period
+ * by least squares of hit time on lattice index. Each window is followed
+ * from the unclaimed gap with partners one and two periods on (of the
+ * first few) that explains the most unclaimed gaps; every hit moves the
+ * reference, so a small period error does not accumulate. Gaps claimed
+ * by an earlier source still fill a slot (two sources that fire together
+ * make one gap) but count as fresh for neither. */
+static fit track(const dur *d, const int *owner, double period, bool *hit, int64_t *index)
+{
+    fit f = {.period = period};
+    double tol = tolerance(period), sxy = 0, sxx = 0;
+    for (int w = 0; w < d->nwin; w++) {
+        size_t a = d->first[w], b = d->first[w + 1], best = b;
+        uint64_t best_fresh = 0, hits = 0;
+        f.slots += (uint64_t)((double)(d->hi[w] - d->lo[w]) / period) + 1; /* at most */
+        for (size_t i = a, tried = 0; i < b && tried < ANCHORS; i++) {
+            if (owner[i] >= 0 || !partner(d, i, b, period, tol) ||
+                !partner(d, i, b, 2 * period, tol))
+                continue;
+            tried++;
+            uint64_t fresh = follow(d, owner, period, a, b, i, hit, index, &hits);
+            if (fresh > best_fresh) {
+                best_fresh = fresh;
+                best = i;
+            }
+        }
+        if (best == b) {
+            for (size_t i = a; i < b; i++)
+                hit[i] = false;
+            continue;
+        }
+        f.fresh += follow(d, owner, period, a, b, best, hit, index, &hits);
+        f.hits += hits;
+        double sk = 0, st = 0, nk = 0;
+        for (size_t i = a; i < b; i++)
+            if (hit[i] && owner[i] < 0) {
+                sk += (double)index[i];
+                st += (double)(d->start[i] - d->start[best]);
+                nk++;
+            }
+        double mk = sk / nk, mt = st / nk;
+        for (size_t i = a; i < b; i++)
+            if (hit[i] && owner[i] < 0) {
+                double dk = (double)index[i] - mk;
+                sxy += dk * ((double)(d->start[i] - d->start[best]) - mt);
+                sxx += dk * dk;
+            }
+    }
+    if (sxx > 0)
+        f.period = sxy / sxx;
+    return f;
+}
+
+static bool credible(const fit *f)
+{
+    return f->slots >= MIN_SLOTS && (double)f->hits >= MIN_HIT_FRACTION * (double)f->slots &&
+           f->fresh * 3 >= f->hits && (double)f->fresh >= MIN_HIT_FRACTION * MIN_SLOTS;
+}
+
+/* The densest clusters of spacings between nearby unclaimed gaps are
+ * candidate periods; the credible lattice that explains the most gaps
+ * wins (a fraction of the period leaves slots empty, a multiple explains
+ * fewer gaps). Leaves `hit` marking the winner's gaps. */
+static fit detect_one(const dur *d, const int *owner, bool *hit, int64_t *index)
+{
+    fit best = {0};
+    size_t ncand = 0, used = 0;
+    int64_t *c = malloc((MAX_CAND_GAPS * NEIGHBOURS + 1) * sizeof *c);
+    size_t *cnt = malloc((MAX_CAND_GAPS * NEIGHBOURS + 1) * sizeof *cnt);
+    if (!c || !cnt)
+        goto out;
+    for (int w = 0; w < d->nwin; w++)
+        for (size_t i = d->first[w]; i < d->first[w + 1] && used < MAX_CAND_GAPS; i++) {
+            if (owner[i] >= 0)
+                continue;
+            used++;
+            for (size_t j = i + 1, nb = 0; nb < NEIGHBOURS && j < d->first[w + 1]; j++) {
+                if (owner[j] >= 0)
+                    continue;
+                nb++;
+                int64_t s = d->start[j] - d->start[i];
+                if (s >= MIN_PERIOD && s <= MAX_PERIOD)
+                    c[ncand++] = s;
+            }
+        }
+    qsort(c, ncand, sizeof *c, cmp_i64);
+    for (size_t a = 0, b = 0; a < ncand; a++) {
+        if (b < a)
+            b = a;
+        while (b < ncand && (double)(c[b] - c[a]) <= tolerance((double)c[a]))
+            b++;
+        cnt[a] = b - a;
+    }
+    for (int p = 0; p < PEAKS; p++) {
+        size_t top = ncand;
+        for (size_t a = 0; a < ncand; a++)
+            if (cnt[a] >= 3 && (top == ncand || cnt[a] > cnt[top]))
+                top = a;
+        if (top == ncand)
+            break;
+        size_t n = cnt[top];
+        double period = (double)c[top + n / 2]; /* the cluster's median */
+        for (size_t a = 0; a < ncand; a++) /* overlapping clusters: the same peak */
+            if (a + cnt[a] > top && a < top + n)
+                cnt[a] = 0;
+        fit f = track(d, owner, period, hit, index);
+        f = track(d, owner, f.period, hit, index);
+        if (credible(&f) && f.hits > best.hits)
+            best = f;
+    }
+out:
+    free(c);
+    free(cnt);
+    if (best.hits)
+        best = track(d, owner, best.period, hit, index);
+    return best;
+}
+
+/* Finds up to MAX_SOURCES recurring sources one after the other; owner[i]
+ * = the source that claimed gap i, or -1. */
+static int detect(const dur *d, int *owner, fit *src)
+{
+    int nsrc = 0;
+    bool *hit = calloc(d->n + 1, sizeof *hit);
+    int64_t *index = calloc(d->n + 1, sizeof *index);
+    for (size_t i = 0; i < d->n; i++)
+        owner[i] = -1;
+    while (hit && index && nsrc < MAX_SOURCES) {
+        fit f = detect_one(d, owner, hit, index);
+        if (!f.hits)
+            break;
+        for (size_t i = 0; i < d->n; i++)
+            if (hit[i] && owner[i] < 0)
+                owner[i] = nsrc;
+        src[nsrc++] = f;
+    }
+    free(hit);
+    free(index);
+    /* Most frequent (shortest period) first, renumbering the owners. */
+    for (int i = 1; i < nsrc; i++)
+        for (int j = i; j > 0 && src[j].period < src[j - 1].period; j--) {
+            fit t = src[j];
+            src[j] = src[j - 1];
+            src[j - 1] = t;
+            for (size_t g = 0; g < d->n; g++)
+                owner[g] = owner[g] == j ? j - 1 : owner[g] == j - 1 ? j : owner[g];
+        }
+    return nsrc;
+}
+
+static void hz_name(double period, char *out, size_t cap)
+{
+    static const int common[] = {100, 250, 300, 1000};
+    double hz = 1e9 / period;
+    for (size_t i = 0; i < sizeof common / sizeof common[0]; i++)
+        if (fabs(hz - common[i]) <= 0.01 * common[i]) {
+            snprintf(out, cap, "HZ=%d", common[i]);
+            return;
+        }
+    snprintf(out, cap, "%.1f Hz, not a common HZ", hz);
+}
+
+static rtb_time auto_threshold(const rtb_ctx *ctx)
+{
+    rtb_time t = 20 * ctx->timing->clock_read_overhead_ns;
+    return t > 1000 ? t : 1000;
+}
+
+static size_t describe(char *out, size_t cap, const fit *f, const rtb_hist *h)
+{
+    char hz[48];
+    hz_name(f->period, hz, sizeof hz);
+    int n = snprintf(out, cap, "%.3f ms (%s): %llu of %llu slots hit, mean %.1f us, max %.1f us",
+                     f->period / 1e6, hz, (unsigned long long)f->hits,
+                     (unsigned long long)f->slots,
+                     h->n ? (double)h->sum / (double)h->n / 1e3 : 0.0,
+                     h->n ? (double)h->max / 1e3 : 0.0);
+    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap;
+}
+
+static rtb_result report(rtb_ctx *ctx, dur *d)
+{
+    int *owner = calloc(d->n + 1, sizeof *owner);
+    fit src[MAX_SOURCES];
+    rtb_series st, so, sg, ss, sp, sr[MAX_SOURCES - 1];
+    size_t cap = d->n ? d->n : 1;
+    int ok = owner != NULL;
+    ok = (rtb_series_init(&st, "tick", cap) == RTB_OK) & ok;
+    ok = (rtb_series_init(&so, "other", cap) == RTB_OK) & ok;
+    ok = (rtb_series_init(&sg, "gap", cap) == RTB_OK) & ok;
+    ok = (rtb_series_init(&ss, "gap_start", cap) == RTB_OK) & ok;
+    ok = (rtb_series_init(&sp, "tick_period", 1) == RTB_OK) & ok;
+    int nsrc = ok ? detect(d, owner, src) : 0;
+    for (int i = 0; i < MAX_SOURCES - 1; i++)
+        ok = (rtb_series_init(&sr[i], "recurring", i + 1 < nsrc ? cap : 0) == RTB_OK) & ok;
+    rtb_result r = RTB_PASSED;
+    if (!ok) {
+        rtb_emit_check_error(ctx, "buffer", "no memory to analyse %zu gaps", d->n);
+        r = RTB_ERROR;
+        goto out;
+    }
+    for (size_t i = 0; i < d->n; i++) {
+        rtb_series_push(owner[i] == 0 ? &st : &so, d->len[i]);
+        if (owner[i] > 0)
+            rtb_series_push(&sr[owner[i] - 1], d->len[i]);
+        rtb_series_push(&sg, d->len[i]);
+        rtb_series_push(&ss, d->start[i] - d->case_start);
+    }
+    rtb_time spun = 0;
+    for (int w = 0; w < d->nwin; w++)
+        spun += d->hi[w] - d->lo[w];
+    char detail[900];
+    if (nsrc) {
+        rtb_series_push(&sp, llround(src[0].period));
+        size_t len = (size_t)snprintf(detail, sizeof detail, "in %.0f ms: tick ",
+                                      (double)spun / 1e6);
+        len += describe(detail + len, sizeof detail - len, &src[0], &st.hist);
+        for (int i = 1; i < nsrc && len < sizeof detail; i++) {
+            len += (size_t)snprintf(detail + len, sizeof detail - len, "; also recurring ");
+            if (len < sizeof detail)
+                len += describe(detail + len, sizeof detail - len, &src[i], &sr[i - 1].hist);
+        }
+        if (len < sizeof detail)
+            snprintf(detail + len, sizeof detail - len, "; %llu gaps besides the tick's, max %.1f us "
+                     "(threshold %lld ns)", (unsigned long long)so.hist.n,
+                     so.hist.n ? (double)so.hist.max / 1e3 : 0.0, (long long)d->threshold);
+        if (ctx->port->realtime)
+            rtb_emit_check(ctx, "tick", true, "%s", detail);
+        else
+            rtb_emit_check_error(ctx, "tick", "needs real-time priority (other threads' "
+                                 "time slices are gaps too): %s", detail);
+        if (nsrc > 1)
+            rtb_warn(ctx, "recurring", "gaps recur at %d periods; `tick` is the most frequent. "
+                     "Under a hypervisor the host's timer recurs too: the kernel trace "
+                     "(local_timer events against gap_start) tells which is this kernel's tick",
+                     nsrc);
+    } else {
+        rtb_warn(ctx, "no_tick", "no gaps recur at one period among %zu gaps in %.0f ms: a "
+                 "tickless CPU (nohz_full), or ticks shorter than the threshold (%lld ns)",
+                 d->n, (double)spun / 1e6, (long long)d->threshold);
+    }
+    if (d->lost)
+        rtb_warn(ctx, "buffer_full", "%llu gaps not recorded: raise --max-samples or "
+                 "threshold_ns", (unsigned long long)d->lost);
+    rtb_emit_series(ctx, &st);
+    rtb_emit_series(ctx, &so);
+    rtb_emit_series(ctx, &sp);
+    for (int i = 1; i < nsrc; i++) {
+        rtb_series_set_point(&sr[i - 1], "period_ns", llround(src[i].period));
+        rtb_emit_series(ctx, &sr[i - 1]);
+    }
+    rtb_emit_series(ctx, &sg);
+    rtb_emit_series(ctx, &ss);
+out:
+    rtb_series_free(&st);
+    rtb_series_free(&so);
+    rtb_series_free(&sg);
+    rtb_series_free(&ss);
+    rtb_series_free(&sp);
+    for (int i = 0; i < MAX_SOURCES - 1; i++)
+        rtb_series_free(&sr[i]);
+    free(owner);
+    return r;
+}
+
+static rtb_result run(rtb_ctx *ctx)
+{
+    dur d = {.ctx = ctx};
+    int64_t ms = rtb_param(ctx, "duration_ms"), win = rtb_param(ctx, "window_ms");
+    d.total = ms * 1000000;
+    d.window = win * 1000000;
+    d.pause = d.window / 4 > 100000000 ? d.window / 4 : 100000000;
+    d.nwin = (int)((ms + win - 1) / win);
+    d.threshold = rtb_param(ctx, "threshold_ns");
+    if (!d.threshold)
+        d.threshold = auto_threshold(ctx);
+    d.inj_period = rtb_param(ctx, "inject_period_us") * 1000;
+    d.inj_len = rtb_param(ctx, "inject_us") * 1000;
+    /* One gap per 10 µs of spinning is far more than any machine shows. */
+    d.cap = (size_t)ms * 100 + 1000;
+    if (d.cap > ctx->opt->max_samples)
+        d.cap = ctx->opt->max_samples;
+    d.start = calloc(d.cap, sizeof *d.start);
+    d.len = calloc(d.cap, sizeof *d.len);
+    d.first = calloc((size_t)d.nwin + 1, sizeof *d.first);
+    d.lo = calloc((size_t)d.nwin, sizeof *d.lo);
+    d.hi = calloc((size_t)d.nwin, sizeof *d.hi);
+    rtb_result r = RTB_ERROR;
+    if (!d.start || !d.len || !d.first || !d.lo || !d.hi) {
+        rtb_emit_check_error(ctx, "buffer", "no memory for %zu gaps", d.cap);
+        goto out;
+    }
+    for (size_t i = 0; i < d.cap; i++) /* prefault */
+        d.start[i] = d.len[i] = 0;
+    d.case_start = rtb_ts_now() - (rtb_clock_now() - ctx->started);
+
+    /* The spinner takes the top case priority; the self-test's injector
+     * must preempt it, so then the spinner steps one below. */
+    bool inject = d.inj_period && d.inj_len;
+    int top = RTB_PRIO_MAX - 2;
+    rtb_thread th[2];
+    int nth = 0;
+    rtb_thread_attr as = rtb_attr(ctx, "clk-dur", top - (inject ? 1 : 0) - ctx->opt->priority);
+    rtb_thread_attr ai = rtb_attr(ctx, "clk-inject", top - ctx->opt->priority);
+    rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
+    if (inject && rtb_thread_create(&th[nth], &ai, injector, &d) == RTB_OK)
+        nth++;
+    if (rtb_thread_create(&th[nth], &as, spinner, &d) == RTB_OK) {
+        nth++;
+    } else {
+        atomic_store(&d.spun, true);
+        rtb_emit_check_error(ctx, "thread", "could not create the spinning thread");
+    }
+    int rc = rtb_join_all(ctx, th, nth);
+    if (rc == RTB_OK && nth == 1 + inject)
+        r = report(ctx, &d);
+out:
+    free(d.start);
+    free(d.len);
+    free(d.first);
+    free(d.lo);
+    free(d.hi);
+    return r;
+}
+
+const rtb_case rtb_case_clk_dur = {
+    .id = "CLK-DUR",
+    .title = "Clock tick processing duration",
+    .params = params,
+    .nparams = sizeof params / sizeof params[0],
+    .run = run,
+};
