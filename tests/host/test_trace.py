@@ -590,7 +590,7 @@ def test_clk_dur_cross_check_names_the_source_that_is_the_tick() -> None:
     (check,) = clk.checks
     # CLK-DUR did see the kernel's tick, among its sources: that agrees
     assert check.verdict == "pass"
-    assert [w.code for w in clk.warnings] == ["tick_source"]
+    assert "tick_source" in [w.code for w in clk.warnings]
     assert "agent: 1.000 ms" in check.detail and "kernel: 4.000 ms" in check.detail
     assert "the kernel's tick is CLK-DUR's other recurring source, 4.000 ms, mean gap 17.0 µs" in (
         check.detail
