@@ -31,6 +31,11 @@ extern const rtb_case rtb_case_mq_send;
 extern const rtb_case rtb_case_mq_lat;
 extern const rtb_case rtb_case_sys_call;
 /* @IRQ-decls */
+extern const rtb_case rtb_case_irq_lat;
+extern const rtb_case rtb_case_irq_rsp;
+extern const rtb_case rtb_case_irq_dlt;
+extern const rtb_case rtb_case_irq_tlt;
+extern const rtb_case rtb_case_irq_sus;
 /* @CLKJIT-decls */
 extern const rtb_case rtb_case_clk_dur;
 extern const rtb_case rtb_case_clk_res;
@@ -63,6 +68,11 @@ const rtb_case *const rtb_cases[] = {
     &rtb_case_mq_lat,
     &rtb_case_sys_call,
     /* @IRQ-table */
+    &rtb_case_irq_lat,
+    &rtb_case_irq_rsp,
+    &rtb_case_irq_dlt,
+    &rtb_case_irq_tlt,
+    &rtb_case_irq_sus,
     /* @CLKJIT-table */
     &rtb_case_clk_dur,
     &rtb_case_clk_res,

@@ -43,6 +43,14 @@ CASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "MQ-LAT": ({"iterations": "1000"}, {"iterations": "10000"}),
     "SYS-CALL": ({"iterations": "1000"}, {"iterations": "10000"}),
     # @IRQ-suites
+    "IRQ-LAT": ({"count": "2000", "period_us": "500"}, {"count": "10000", "period_us": "1000"}),
+    "IRQ-RSP": ({"count": "20000", "period_us": "50"}, {"count": "500000", "period_us": "50"}),
+    "IRQ-DLT": ({"count": "1000", "period_us": "500"}, {"count": "5000", "period_us": "1000"}),
+    "IRQ-TLT": ({"count": "1000", "period_us": "500"}, {"count": "5000", "period_us": "1000"}),
+    "IRQ-SUS": (
+        {"count": "2000", "start_period_ns": "20000", "duration_ms": "3000"},
+        {"count": "1000000", "start_period_ns": "20000", "duration_ms": "120000"},
+    ),
     # @CLKJIT-suites
     "CLK-DUR": ({"duration_ms": "400"}, {"duration_ms": "10000"}),
     "CLK-RES": ({"count": "200"}, {"count": "2000"}),

@@ -611,6 +611,8 @@ int rtb_event_arm(rtb_event *e, rtb_time when, rtb_time period)
 {
     RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
     posix_event *p = (posix_event *)e->opaque;
+    if (p->slot < 0)
+        return RTB_EINVAL;
     if (!p->has_timer) {
         struct sigevent sev = {0};
         sev.sigev_notify = SIGEV_THREAD_ID;
@@ -628,6 +630,8 @@ int rtb_event_arm(rtb_event *e, rtb_time when, rtb_time period)
 int rtb_event_raise(rtb_event *e)
 {
     posix_event *p = (posix_event *)e->opaque;
+    if (p->slot < 0) /* deleted: slot -1 would be glibc's own signal */
+        return RTB_EINVAL;
     return syscall(SYS_tgkill, getpid(), p->tid, SIGRTMIN + p->slot) == 0 ? RTB_OK
                                                                            : from_errno(errno);
 }

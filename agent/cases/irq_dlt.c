@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* IRQ-DLT: dispatch latency, from the handler's last instruction until the
+ * interrupted thread runs again. The target spins stamping (irq_spin.c);
+ * the handler's last act is its stamp; the sample is the target's first
+ * stamp after it. Timer and raised-signal sources alike.
+ *
+ * Self-test (blocker_us): for random events the handler, after its last
+ * stamp, wakes a higher-priority thread on the same CPU that busy-waits D;
+ * the interrupted thread can only resume after it, so the max must reach D
+ * (the RTOS case of an ISR readying a higher-priority task). */
+#include <stdlib.h>
+
+#include "irq.h"
+
+static const rtb_param_def params[] = {
+    IRQ_SOURCE_PARAM,
+    {.name = "count", .help = "events per source", .def = {5000}, .ndef = 1, .min = 10,
+     .max = 100000000},
+    {.name = "period_us", .help = "event period (timer and raiser)", .def = {1000}, .ndef = 1,
+     .min = 10, .max = 1000000},
+    {.name = "blocker_us",
+     .help = "self-test knob: after random handlers a higher-priority thread holds the CPU this "
+             "long, so the max must reach it (0 = off)",
+     .def = {0}, .ndef = 1, .min = 0, .max = 100000},
+};
+
+typedef struct dlt {
+    rtb_ctx *ctx;
+    irq_spin *sp;
+    rtb_sem blk;
+    atomic_bool done;
+    unsigned char *pick; /* events after which the blocker runs */
+    size_t npick;
+    rtb_time blocker;
+    atomic_size_t blocked;
+} dlt;
+
+static void handler(void *arg)
+{
+    dlt *d = arg;
+    size_t k = irq_spin_enter(d->sp);
+    irq_spin_leave(d->sp, k);
+    if (d->pick && k < d->npick && d->pick[k])
+        rtb_sem_give(&d->blk);
+}
+
+static void blocker_main(void *arg)
+{
+    dlt *d = arg;
+    while (rtb_sem_take(&d->blk, d->ctx->deadline) == RTB_OK && !atomic_load(&d->done)) {
+        rtb_time until = rtb_ts_now() + d->blocker;
+        while (rtb_ts_now() < until)
+            ;
+        atomic_fetch_add(&d->blocked, 1);
+    }
+}
+
+static void on_finish(void *arg)
+{
+    dlt *d = arg;
+    atomic_store(&d->done, true);
+    rtb_sem_give(&d->blk);
+}
+
+static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time period)
+{
+    dlt d = {.ctx = ctx, .blocker = rtb_param(ctx, "blocker_us") * 1000};
+    if (d.blocker > 0 && !ctx->port->realtime) {
+        rtb_warn(ctx, "not_realtime", "the self-test blocker needs real-time priority: off");
+        d.blocker = 0;
+    }
+    rtb_series s;
+    size_t cap = count < ctx->opt->max_samples ? count : ctx->opt->max_samples;
+    if (rtb_series_init(&s, source == IRQ_TIMER ? "timer_dispatch" : "signal_dispatch", cap) !=
+        RTB_OK) {
+        rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", cap);
+        return RTB_ERROR;
+    }
+    irq_spin_cfg cfg = {.source = source, .count = count, .period = period, .handler = handler,
+                        .arg = &d, .on_finish = on_finish};
+    d.sp = irq_spin_new(ctx, &cfg);
+    if (d.blocker > 0 && (d.pick = calloc(count, 1)) != NULL) {
+        uint32_t rnd = 0x68e31da4u;
+        d.npick = count;
+        for (size_t k = 0; k < count; k++)
+            d.pick[k] = irq_rand(&rnd) % 8 == 0;
+    }
+    if (!d.sp || (d.blocker > 0 && !d.pick)) {
+        irq_spin_free(d.sp);
+        free(d.pick);
+        rtb_series_free(&s);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %zu events", count);
+        return RTB_ERROR;
+    }
+    rtb_sem_create(&d.blk, 0);
+    rtb_thread blk;
+    bool has_blk = false;
+    rtb_thread_self_set(RTB_PRIO_MAX - 1, irq_cpu(ctx));
+    if (d.blocker > 0) {
+        rtb_thread_attr ab = irq_attr(ctx, "irq-blocker", 2, irq_cpu(ctx));
+        has_blk = rtb_thread_create(&blk, &ab, blocker_main, &d) == RTB_OK;
+    }
+    irq_spin_out out;
+    int rc = irq_spin_run(d.sp, &out);
+    if (has_blk && rtb_join_all(ctx, &blk, 1) != RTB_OK)
+        rc = RTB_EFAIL;
+    rtb_result r = RTB_PASSED;
+    if (rc != RTB_OK) {
+        rtb_emit_check_error(ctx, source == IRQ_TIMER ? "timer_delivery" : "signal_delivery",
+                             "%s could not run (error %d)", irq_mechanism(ctx, source), rc);
+        r = RTB_ERROR;
+    } else {
+        for (size_t k = 0; k < out.handled; k++) {
+            rtb_time end = irq_spin_end_of(d.sp, k), resume = irq_spin_resume_of(d.sp, k);
+            if (end && resume)
+                rtb_series_push(&s, resume - end);
+        }
+        if (d.blocker > 0)
+            rtb_warn(ctx, "self_test", "blocker held the CPU after %zu handlers for %lld ns",
+                     atomic_load(&d.blocked), (long long)d.blocker);
+        if (!irq_spin_check(ctx, source, count, &out))
+            r = RTB_FAILED;
+        rtb_emit_series(ctx, &s);
+    }
+    rtb_series_free(&s);
+    rtb_sem_delete(&d.blk);
+    irq_spin_free(d.sp);
+    free(d.pick);
+    return r;
+}
+
+static rtb_result run(rtb_ctx *ctx)
+{
+    const int64_t *sources;
+    int nsrc = rtb_param_list(ctx, "source", &sources);
+    rtb_time period = rtb_param(ctx, "period_us") * 1000;
+    rtb_result worst = RTB_PASSED;
+    for (int i = 0; i < nsrc; i++) {
+        size_t count = irq_fit_count(ctx, (size_t)rtb_param(ctx, "count"), period * (nsrc - i));
+        rtb_result r = run_source(ctx, (int)sources[i], count, period);
+        if (r == RTB_ERROR || (r == RTB_FAILED && worst == RTB_PASSED))
+            worst = r;
+    }
+    return worst;
+}
+
+const rtb_case rtb_case_irq_dlt = {
+    .id = "IRQ-DLT",
+    .title = "Dispatch latency: handler's last instruction to the interrupted thread",
+    .params = params,
+    .nparams = sizeof params / sizeof params[0],
+    .run = run,
+};

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The spinning-target engine of IRQ-DLT and IRQ-TLT (irq.h): the target
+ * thread spins reading the clock, so every event interrupts it running;
+ * the first stamp it takes after a handler's last stamp is the time it ran
+ * again. Timer source: a periodic timer aimed at the target. Signal source:
+ * a raiser on another CPU (or, on one CPU, above the target on its CPU)
+ * raising on the same period grid. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "irq.h"
+
+#define START_DELAY 2000000
+#define SPIN_LEAD 100000 /* the target spins from this long before each event */
+
+struct irq_spin {
+    rtb_ctx *ctx;
+    irq_spin_cfg cfg;
+    int cpu;
+    rtb_event ev;
+    rtb_sem ready, raiser_done;
+    rtb_time *h_end, *resume;
+    size_t cap;
+    atomic_size_t n_begin, n_end;
+    atomic_bool ev_ok, finished, abort, finish_called, disarmed;
+    bool has_raiser;
+    rtb_time t0;
+    int rc, raise_rc;
+    size_t raised, nested, resumed, asleep;
+    int64_t overruns;
+};
+
+size_t irq_spin_enter(irq_spin *sp)
+{
+    return atomic_fetch_add_explicit(&sp->n_begin, 1, memory_order_relaxed);
+}
+
+rtb_time irq_spin_leave(irq_spin *sp, size_t k)
+{
+    /* Disarm from the handler, before its last stamp: with a period shorter
+     * than a handler the target would never run again to do it. */
+    if (sp->cfg.source == IRQ_TIMER &&
+        (int64_t)k + 1 + rtb_event_overruns(&sp->ev) >= (int64_t)sp->cfg.count &&
+        !atomic_exchange(&sp->disarmed, true))
+        rtb_event_arm(&sp->ev, 0, 0);
+    rtb_time t = rtb_ts_now();
+    if (k < sp->cap)
+        sp->h_end[k] = t;
+    atomic_store_explicit(&sp->n_end, k + 1, memory_order_release);
+    return t;
+}
+
+rtb_time irq_spin_end_of(const irq_spin *sp, size_t k)
+{
+    return k < sp->cap ? sp->h_end[k] : 0;
+}
+
+rtb_time irq_spin_resume_of(const irq_spin *sp, size_t k)
+{
+    return k < sp->cap ? sp->resume[k] : 0;
+}
+
+static void finish(irq_spin *sp)
+{
+    atomic_store(&sp->finished, true);
+    if (sp->cfg.on_finish && !atomic_exchange(&sp->finish_called, true))
+        sp->cfg.on_finish(sp->cfg.arg);
+}
+
+/* The measured loop: nothing but clock reads and loads. A handler that
+ * lands between the stamp and the load ends after that stamp, so the next
+ * stamp is the first one after it. Between events the target sleeps when
+ * the period leaves room, so that it spins only around each event: a
+ * thread spinning at a real-time priority for seconds would meet the
+ * kernel's RT throttling (or fair server), which then stalls it for tens
+ * of ms, and that is not what is measured here. */
+static void spin(irq_spin *sp, rtb_time bound)
+{
+    size_t seen = 0, count = sp->cfg.count;
+    rtb_time p = sp->cfg.period;
+    bool nap = p > 3 * SPIN_LEAD, due = nap;
+    for (;;) {
+        rtb_time t = rtb_ts_now();
+        size_t h = atomic_load_explicit(&sp->n_end, memory_order_acquire);
+        if (h > sp->cap)
+            break;
+        if (h != seen && t >= sp->h_end[h - 1]) {
+            sp->resume[h - 1] = t;
+            sp->nested += h - seen - 1;
+            sp->resumed++;
+            seen = h;
+            due = nap;
+        }
+        int64_t o = rtb_event_overruns(&sp->ev);
+        if (seen == h && (int64_t)h + o >= (int64_t)count)
+            break;
+        if (t > bound || atomic_load_explicit(&sp->abort, memory_order_relaxed))
+            break; /* events lost: never spin on */
+        if (due) {
+            due = false;
+            /* The next event on the grid: expiry h + o, or raise h. */
+            size_t next = sp->cfg.source == IRQ_TIMER ? h + (size_t)o : h;
+            rtb_time wake = sp->t0 + (rtb_time)next * p - SPIN_LEAD;
+            if (wake > rtb_clock_now()) {
+                rtb_sleep_until(wake);
+                /* Handlers that ran while it slept found no running thread
+                 * to interrupt: no sample. */
+                size_t after = atomic_load_explicit(&sp->n_end, memory_order_acquire);
+                if (after != h) {
+                    sp->asleep += after - h;
+                    seen = after;
+                }
+            }
+        }
+    }
+}
+
+static void target_main(void *arg)
+{
+    irq_spin *sp = arg;
+    rtb_ctx *ctx = sp->ctx;
+    bool timer = sp->cfg.source == IRQ_TIMER;
+    int rc = rtb_event_create(&sp->ev, sp->cfg.handler, sp->cfg.arg, NULL);
+    bool created = rc == RTB_OK;
+    rtb_time span = START_DELAY + (rtb_time)sp->cfg.count * sp->cfg.period;
+    rtb_time bound = rtb_ts_now() + (irq_wait_deadline(ctx, span) - rtb_clock_now());
+    sp->t0 = rtb_clock_now() + START_DELAY;
+    if (created && timer)
+        rc = rtb_event_arm(&sp->ev, sp->t0, sp->cfg.period);
+    sp->rc = rc;
+    atomic_store(&sp->ev_ok, rc == RTB_OK);
+    if (sp->has_raiser)
+        rtb_sem_give(&sp->ready);
+    if (rc == RTB_OK)
+        spin(sp, bound);
+    atomic_store(&sp->finished, true);
+    /* The raiser must be gone before the event is. */
+    if (sp->has_raiser && rtb_sem_take(&sp->raiser_done, ctx->deadline) != RTB_OK)
+        created = false; /* still raising: leave it, the watchdog ends the run */
+    if (created) {
+        sp->overruns = rtb_event_overruns(&sp->ev);
+        if (timer)
+            rtb_event_arm(&sp->ev, 0, 0);
+        rtb_event_delete(&sp->ev);
+    }
+    finish(sp);
+}
+
+static void raiser_main(void *arg)
+{
+    irq_spin *sp = arg;
+    if (rtb_sem_take(&sp->ready, sp->ctx->deadline) != RTB_OK || !atomic_load(&sp->ev_ok))
+        goto out;
+    rtb_time next = sp->t0;
+    for (size_t i = 0; i < sp->cfg.count; i++) {
+        rtb_sleep_until(next);
+        next += sp->cfg.period;
+        if (atomic_load(&sp->finished))
+            break;
+        int rc = rtb_event_raise(&sp->ev);
+        if (rc != RTB_OK) {
+            sp->raise_rc = rc;
+            atomic_store(&sp->abort, true);
+            break;
+        }
+        sp->raised = i + 1;
+    }
+out:
+    rtb_sem_give(&sp->raiser_done);
+}
+
+irq_spin *irq_spin_new(rtb_ctx *ctx, const irq_spin_cfg *cfg)
+{
+    irq_spin *sp = calloc(1, sizeof *sp);
+    if (!sp)
+        return NULL;
+    sp->ctx = ctx;
+    sp->cfg = *cfg;
+    sp->cap = cfg->count;
+    sp->cpu = irq_cpu(ctx);
+    sp->h_end = calloc(sp->cap, sizeof *sp->h_end);
+    sp->resume = calloc(sp->cap, sizeof *sp->resume);
+    if (!sp->h_end || !sp->resume) {
+        irq_spin_free(sp);
+        return NULL;
+    }
+    /* Fault the pages in now, not in the handler. */
+    memset(sp->h_end, 0, sp->cap * sizeof *sp->h_end);
+    memset(sp->resume, 0, sp->cap * sizeof *sp->resume);
+    return sp;
+}
+
+void irq_spin_free(irq_spin *sp)
+{
+    if (!sp)
+        return;
+    free(sp->h_end);
+    free(sp->resume);
+    free(sp);
+}
+
+int irq_spin_run(irq_spin *sp, irq_spin_out *out)
+{
+    rtb_ctx *ctx = sp->ctx;
+    memset(out, 0, sizeof *out);
+    int other = irq_other_cpu(ctx);
+    sp->has_raiser = sp->cfg.source == IRQ_SIGNAL;
+    bool remote = other >= 0;
+    rtb_thread_attr at = irq_attr(ctx, "irq-target", 0, sp->cpu);
+    /* Sharing the target's CPU, the raiser must outrank it to run at all. */
+    rtb_thread_attr ar = irq_attr(ctx, "irq-raiser", remote ? 0 : 1, remote ? other : sp->cpu);
+    rtb_sem_create(&sp->ready, 0);
+    rtb_sem_create(&sp->raiser_done, 0);
+    rtb_thread th[2];
+    int nth = 0;
+    rtb_thread_self_set(RTB_PRIO_MAX - 1, sp->cpu);
+    int rc = rtb_thread_create(&th[nth], &at, target_main, sp);
+    if (rc == RTB_OK) {
+        nth++;
+        if (sp->has_raiser && (rc = rtb_thread_create(&th[nth], &ar, raiser_main, sp)) == RTB_OK)
+            nth++;
+        if (rc != RTB_OK) {
+            atomic_store(&sp->abort, true);
+            rtb_sem_give(&sp->raiser_done);
+        }
+    } else {
+        finish(sp); /* the case's helpers wait for it */
+    }
+    int jrc = rtb_join_all(ctx, th, nth);
+    if (rc == RTB_OK)
+        rc = jrc != RTB_OK ? jrc : sp->rc != RTB_OK ? sp->rc : sp->raise_rc;
+    size_t count = sp->cfg.count, runs = atomic_load(&sp->n_end);
+    out->handled = runs < count ? runs : count;
+    out->overruns = sp->overruns;
+    if (out->overruns > (int64_t)(count - out->handled))
+        out->overruns = (int64_t)(count - out->handled);
+    out->missing = count - out->handled - (size_t)out->overruns;
+    out->nested = sp->nested;
+    out->resumed = sp->resumed;
+    out->asleep = sp->asleep;
+    if (sp->has_raiser)
+        snprintf(out->where, sizeof out->where,
+                 "handler on a spinning thread on CPU %d at priority %d, raised every %lld ns "
+                 "from CPU %d at priority %d",
+                 sp->cpu, at.priority, (long long)sp->cfg.period, ar.cpu, ar.priority);
+    else
+        snprintf(out->where, sizeof out->where,
+                 "handler on a spinning thread on CPU %d at priority %d, period %lld ns", sp->cpu,
+                 at.priority, (long long)sp->cfg.period);
+    rtb_sem_delete(&sp->ready);
+    rtb_sem_delete(&sp->raiser_done);
+    return rc;
+}
+
+bool irq_spin_check(rtb_ctx *ctx, int source, size_t count, const irq_spin_out *out)
+{
+    char name[32];
+    const char *src = irq_source_name(source);
+    snprintf(name, sizeof name, "%s_delivery", src);
+    bool ok = out->missing == 0;
+    rtb_emit_check(ctx, name, ok,
+                   "%s; %s: %zu events, %zu handled, %lld lost as timer overruns, %zu lost "
+                   "without trace; no resume sample for %zu handlers run back to back and %zu "
+                   "that found the thread asleep",
+                   irq_mechanism(ctx, source), out->where, count, out->handled,
+                   (long long)out->overruns, out->missing, out->nested, out->asleep);
+    if (out->overruns > 0)
+        rtb_warn(ctx, "overrun", "%s: %lld of %zu expiries came while the previous signal was "
+                 "still pending", src, (long long)out->overruns, count);
+    return ok;
+}

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* IRQ-TLT: interrupt to thread. The handler stamps and gives a semaphore
+ * that the highest-priority thread waits on; the sample is from that stamp
+ * until the woken thread runs and stamps. The interrupted thread spins at
+ * a lower priority on the same CPU (irq_spin.c), so the give must switch.
+ *
+ * Check `highest_first`: the woken thread ran after the handler's stamp
+ * and before the interrupted thread resumed (priority decides; without
+ * real-time priority the check is an error). Known answer: a delay
+ * injected into the give (give_delay) shows in every sample. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "irq.h"
+
+static const rtb_param_def params[] = {
+    IRQ_SOURCE_PARAM,
+    {.name = "count", .help = "events per source", .def = {5000}, .ndef = 1, .min = 10,
+     .max = 100000000},
+    {.name = "period_us", .help = "event period (timer and raiser)", .def = {1000}, .ndef = 1,
+     .min = 10, .max = 1000000},
+    {.name = "waiter_prio", .help = "priority of the woken thread relative to the interrupted "
+                                    "one (self-test: <= 0 makes it not the highest)",
+     .def = {2}, .ndef = 1, .min = -2, .max = 10},
+};
+
+typedef struct tlt {
+    rtb_ctx *ctx;
+    irq_spin *sp;
+    rtb_sem wake;
+    atomic_bool done;
+    rtb_time *h_ts, *w_ts;
+    size_t cap, nw;
+} tlt;
+
+static void handler(void *arg)
+{
+    tlt *x = arg;
+    size_t k = irq_spin_enter(x->sp);
+    if (k < x->cap)
+        x->h_ts[k] = rtb_ts_now();
+    rtb_sem_give(&x->wake);
+    irq_spin_leave(x->sp, k);
+}
+
+static void waiter_main(void *arg)
+{
+    tlt *x = arg;
+    while (rtb_sem_take(&x->wake, x->ctx->deadline) == RTB_OK) {
+        rtb_time t = rtb_ts_now();
+        if (atomic_load(&x->done) || x->nw == x->cap)
+            break;
+        x->w_ts[x->nw++] = t;
+    }
+}
+
+static void on_finish(void *arg)
+{
+    tlt *x = arg;
+    atomic_store(&x->done, true);
+    rtb_sem_give(&x->wake);
+}
+
+/* The k-th give wakes the k-th take: pair them. */
+static size_t analyse(const tlt *x, size_t handled, rtb_series *s, size_t *late)
+{
+    size_t n = handled < x->nw ? handled : x->nw, bad = 0;
+    *late = 0;
+    for (size_t k = 0; k < n; k++) {
+        rtb_time w = x->w_ts[k], h = x->h_ts[k], resume = irq_spin_resume_of(x->sp, k);
+        rtb_series_push(s, w - h);
+        if (w < h || (k + 1 < n && w > x->h_ts[k + 1]))
+            bad++; /* not this handler's wake-up */
+        else if (resume && w > resume)
+            (*late)++; /* the interrupted thread ran first */
+    }
+    return bad;
+}
+
+static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time period)
+{
+    tlt x = {.ctx = ctx, .cap = count};
+    x.h_ts = calloc(count, sizeof *x.h_ts);
+    x.w_ts = calloc(count, sizeof *x.w_ts);
+    rtb_series s;
+    size_t cap = count < ctx->opt->max_samples ? count : ctx->opt->max_samples;
+    irq_spin_cfg cfg = {.source = source, .count = count, .period = period, .handler = handler,
+                        .arg = &x, .on_finish = on_finish};
+    x.sp = irq_spin_new(ctx, &cfg);
+    if (!x.h_ts || !x.w_ts || !x.sp ||
+        rtb_series_init(&s, source == IRQ_TIMER ? "timer_to_thread" : "signal_to_thread", cap) !=
+            RTB_OK) {
+        free(x.h_ts);
+        free(x.w_ts);
+        irq_spin_free(x.sp);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %zu events", count);
+        return RTB_ERROR;
+    }
+    memset(x.h_ts, 0, count * sizeof *x.h_ts);
+    memset(x.w_ts, 0, count * sizeof *x.w_ts);
+    rtb_sem_create(&x.wake, 0);
+    int prio = (int)rtb_param(ctx, "waiter_prio");
+    rtb_thread_attr aw = irq_attr(ctx, "irq-waiter", prio, irq_cpu(ctx));
+    rtb_thread w;
+    rtb_thread_self_set(RTB_PRIO_MAX - 1, irq_cpu(ctx));
+    int rc = rtb_thread_create(&w, &aw, waiter_main, &x);
+    irq_spin_out out;
+    if (rc == RTB_OK) {
+        rc = irq_spin_run(x.sp, &out);
+        if (rtb_join_all(ctx, &w, 1) != RTB_OK)
+            rc = RTB_EFAIL;
+    }
+    rtb_result r = RTB_PASSED;
+    if (rc != RTB_OK) {
+        rtb_emit_check_error(ctx, source == IRQ_TIMER ? "timer_delivery" : "signal_delivery",
+                             "%s could not run (error %d)", irq_mechanism(ctx, source), rc);
+        r = RTB_ERROR;
+    } else {
+        size_t late, bad = analyse(&x, out.handled, &s, &late);
+        if (!irq_spin_check(ctx, source, count, &out))
+            r = RTB_FAILED;
+        char name[40];
+        snprintf(name, sizeof name, "%s_highest_first", irq_source_name(source));
+        size_t paired = out.handled < x.nw ? out.handled : x.nw;
+        if (!ctx->port->realtime) {
+            rtb_emit_check_error(ctx, name, "needs real-time priority (%zu of %zu wake-ups ran "
+                                 "after the interrupted thread)", late, paired);
+        } else {
+            bool ok = bad == 0 && late == 0 && paired == out.handled;
+            rtb_emit_check(ctx, name, ok,
+                           "woken thread at priority %d on CPU %d: %zu handlers, %zu wake-ups, "
+                           "%zu ran after the interrupted thread resumed, %zu out of order",
+                           aw.priority, aw.cpu, out.handled, x.nw, late, bad);
+            if (!ok)
+                r = RTB_FAILED;
+        }
+        rtb_emit_series(ctx, &s);
+    }
+    rtb_series_free(&s);
+    rtb_sem_delete(&x.wake);
+    irq_spin_free(x.sp);
+    free(x.h_ts);
+    free(x.w_ts);
+    return r;
+}
+
+static rtb_result run(rtb_ctx *ctx)
+{
+    const int64_t *sources;
+    int nsrc = rtb_param_list(ctx, "source", &sources);
+    rtb_time period = rtb_param(ctx, "period_us") * 1000;
+    rtb_result worst = RTB_PASSED;
+    for (int i = 0; i < nsrc; i++) {
+        size_t count = irq_fit_count(ctx, (size_t)rtb_param(ctx, "count"), period * (nsrc - i));
+        rtb_result r = run_source(ctx, (int)sources[i], count, period);
+        if (r == RTB_ERROR || (r == RTB_FAILED && worst == RTB_PASSED))
+            worst = r;
+    }
+    return worst;
+}
+
+const rtb_case rtb_case_irq_tlt = {
+    .id = "IRQ-TLT",
+    .title = "Interrupt to thread: handler's give until the woken top thread runs",
+    .params = params,
+    .nparams = sizeof params / sizeof params[0],
+    .run = run,
+};
