@@ -1,20 +1,47 @@
 """Statistics of one series, as named functions.
 
 From raw samples when the run kept all of them; otherwise from the target's
-histogram, where a percentile is known only to its bucket and is reported
-as the bucket's upper bound (flagged `bounded`). n, min, max and mean are
-always exact: they come from the target's own summary.
+histogram. n, min, max and mean are always exact: they come from the
+target's own summary.
+
+Percentiles are nearest-rank (the smallest value with at least q % of the
+samples at or below it), the same definition for samples and histograms, so
+a figure does not move when a run drops its raw samples. From a histogram a
+percentile is known to its bucket: `pct_range` holds the interval it lies
+in, `pct` its upper bound (the conservative figure for a latency), and
+`bounded` says that at least one of them is not exact. A bucket of width
+one, or one that the exact min/max pin to a single value, gives an exact
+figure.
+
+With raw samples the percentiles are exact. The histogram still helps: it
+says which bucket holds each rank, so only the samples of those buckets are
+gathered and sorted, in one pass by slices, instead of a partial sort of a
+copy of the whole series (guided_percentiles).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from rtbench.model import Histogram, Int64Array, Run, Series
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
+# Names of the indicators a criteria file, a comparison or an export uses.
+PCT_NAMES = {q: f"p{q:g}" for q in PERCENTILES}
+PCT_OF = {name: q for q, name in PCT_NAMES.items()}
+INDICATORS = ("n", "min", "mean", "stddev", *PCT_NAMES.values(), "max", "max_3sigma")
+
+# Samples are reduced in slices of this many so that moments of a huge
+# series need a slice's worth of float64 temporaries, not a whole copy.
+_SLICE = 1 << 22
+
+Source = Literal["samples", "histogram", "summary"]
 
 
 @dataclass
@@ -24,10 +51,49 @@ class Stats:
     max: int | None
     mean: float | None
     stddev: float | None
-    pct: dict[float, float]  # percentile -> value
-    bounded: bool  # percentiles are bucket upper bounds, not exact
+    pct: dict[float, float]  # percentile -> value (upper bound when bounded)
+    bounded: bool  # some percentile is a bucket bound, not exact
     filtered_max: float | None = None  # max after the 3-sigma filter
     filtered_out: int = 0  # samples the filter called gross errors
+    source: Source = "samples"
+    pct_range: dict[float, tuple[float, float]] = field(default_factory=dict)
+    stddev_exact: bool = True  # False: from bucket midpoints
+
+    def value(self, indicator: str) -> float | None:
+        """The figure an indicator name (one of INDICATORS) stands for."""
+        simple: dict[str, float | None] = {
+            "n": float(self.n),
+            "min": _opt_float(self.min),
+            "max": _opt_float(self.max),
+            "mean": self.mean,
+            "stddev": self.stddev,
+            "max_3sigma": self.filtered_max,
+        }
+        if indicator in simple:
+            return simple[indicator]
+        return self.pct.get(_pct_of(indicator))
+
+    def is_bounded(self, indicator: str) -> bool:
+        """True when the indicator's figure is a bucket's upper bound."""
+        check_indicator(indicator)
+        lo, hi = self.pct_range.get(PCT_OF.get(indicator, -1.0), (0.0, 0.0))
+        return lo != hi
+
+
+def check_indicator(name: str) -> str:
+    """`name` itself when it is a known indicator; KeyError otherwise."""
+    if name not in INDICATORS:
+        raise KeyError(f"unknown indicator {name!r}; known: {', '.join(INDICATORS)}")
+    return name
+
+
+def _pct_of(indicator: str) -> float:
+    check_indicator(indicator)
+    return PCT_OF[indicator]
+
+
+def _opt_float(v: int | None) -> float | None:
+    return None if v is None else float(v)
 
 
 def has_all_samples(s: Series) -> bool:
@@ -40,43 +106,228 @@ def sigma3_filter(values: Int64Array) -> Int64Array:
     beside the raw figures, never instead of them."""
     if len(values) < 3:
         return values
-    x = values.astype(np.float64)
-    mu, sd = x.mean(), x.std()
-    kept: Int64Array = values[np.abs(x - mu) <= 3 * sd]
+    mu, sd = sample_moments(values)
+    kept: Int64Array = values[(values >= mu - 3 * sd) & (values <= mu + 3 * sd)]
     return kept
 
 
-def hist_percentile(h: Histogram, q: float) -> float:
-    """Upper bound of the bucket holding the q-th percentile (exact max for
-    the top one); under- and overflowed values sit at the ends."""
-    if h.min is None or h.max is None:  # empty
-        return float("nan")
-    rank = max(1, int(np.ceil(q / 100.0 * h.n)))
-    seen = h.underflow
-    if rank <= seen:
-        return float(h.min)
-    for index, count in h.counts:
+def sample_moments(values: Int64Array, mean: float | None = None) -> tuple[float, float]:
+    """(mean, population standard deviation), in slices (bounded memory).
+    `mean`, when the caller knows it exactly (the summary's sum / n), saves
+    a pass over the samples."""
+    n = len(values)
+    if n == 0:
+        return math.nan, math.nan
+    if mean is None:
+        total = 0.0
+        for start in range(0, n, _SLICE):
+            total += float(values[start : start + _SLICE].sum(dtype=np.float64))
+        mean = total / n
+    mu = mean
+    ss = 0.0
+    for start in range(0, n, _SLICE):
+        d = values[start : start + _SLICE].astype(np.float64) - mu
+        ss += float(np.dot(d, d))
+    return mu, math.sqrt(ss / n)
+
+
+def sample_percentiles(values: Int64Array, qs: tuple[float, ...] = PERCENTILES) -> list[float]:
+    """Nearest-rank percentiles of raw samples (one partial sort for all)."""
+    n = len(values)
+    ranks = sorted({_rank(q, n) - 1 for q in qs})
+    part = np.partition(values, ranks)
+    return [float(part[_rank(q, n) - 1]) for q in qs]
+
+
+def _rank(q: float, n: int) -> int:
+    """1-based nearest rank of the q-th percentile among n values."""
+    # round() first: q/100*n in floating point can land a hair above an
+    # integer (99.9 % of 1000 = 999.0000000000001) and ceil would skip a rank.
+    return min(n, max(1, math.ceil(round(q / 100.0 * n, 9))))
+
+
+# --- histograms -------------------------------------------------------------
+
+
+def _underflow_range(h: Histogram) -> tuple[float, float]:
+    assert h.min is not None and h.max is not None
+    top = int(h.layout.get("lo", 0)) - 1 if h.layout.get("kind") == "linear" else -1
+    return float(h.min), float(min(max(top, h.min), h.max))
+
+
+def _overflow_range(h: Histogram) -> tuple[float, float]:
+    assert h.min is not None and h.max is not None
+    layout = h.layout
+    if layout.get("kind") == "linear" and "buckets" in layout:
+        bottom = int(layout["lo"]) + int(layout["buckets"]) * int(layout["width"])
+        return float(max(min(bottom, h.max), h.min)), float(h.max)
+    return float(h.min), float(h.max)
+
+
+def _bucket_range(h: Histogram, index: int) -> tuple[float, float]:
+    """The values bucket `index` can hold, narrowed by the exact min and max."""
+    assert h.min is not None and h.max is not None
+    lo, hi = h.bucket_bounds(index)
+    lo_c, hi_c = max(lo, h.min), min(hi - 1, h.max)
+    if lo_c > hi_c:  # inconsistent record; fall back to the raw bounds
+        return float(lo), float(hi - 1)
+    return float(lo_c), float(hi_c)
+
+
+Cell = tuple[float, float, int]  # [lo, hi] (narrowed by min/max), count
+
+
+def hist_cell_list(h: Histogram) -> list[Cell]:
+    """Every non-empty cell in value order: underflow, buckets, overflow."""
+    cells = [(*_bucket_range(h, i), c) for i, c in h.counts if c > 0]
+    if h.underflow:
+        cells.insert(0, (*_underflow_range(h), h.underflow))
+    if h.overflow:
+        cells.append((*_overflow_range(h), h.overflow))
+    return cells
+
+
+def _locate(h: Histogram, rank: int, cells: list[Cell]) -> tuple[float, float, int, int]:
+    """(lo, hi, values before the cell, values in it) of the cell holding the
+    1-based `rank`; the extreme ranks are the exact min and max."""
+    assert h.min is not None and h.max is not None
+    if rank == 1:
+        return float(h.min), float(h.min), 0, 1
+    if rank == h.n:
+        return float(h.max), float(h.max), h.n - 1, 1
+    seen = 0
+    for lo, hi, count in cells:
+        if rank <= seen + count:
+            return lo, hi, seen, count
         seen += count
-        if rank <= seen:
-            return float(min(h.bucket_bounds(index)[1] - 1, h.max))
-    return float(h.max)
+    return float(h.max), float(h.max), h.n - 1, 1  # counts short of n: a damaged record
+
+
+def hist_percentile_range(h: Histogram, q: float) -> tuple[float, float]:
+    """[lo, hi] that the q-th percentile lies in (lo == hi: exact)."""
+    if h.min is None or h.max is None or h.n <= 0:
+        return math.nan, math.nan
+    lo, hi, _, _ = _locate(h, _rank(q, h.n), hist_cell_list(h))
+    return lo, hi
+
+
+def hist_percentile(h: Histogram, q: float) -> float:
+    """Upper bound of the interval holding the q-th percentile."""
+    return hist_percentile_range(h, q)[1]
+
+
+def hist_cells(h: Histogram) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """(midpoint, count) of every non-empty cell, in value order."""
+    cells = hist_cell_list(h)
+    mids = np.array([(lo + hi) / 2 for lo, hi, _ in cells], dtype=np.float64)
+    counts = np.array([c for _, _, c in cells], dtype=np.int64)
+    return mids, counts
+
+
+def hist_stddev(h: Histogram, mean: float) -> tuple[float, bool]:
+    """(stddev, exact) from bucket midpoints; exact when every cell holds a
+    single possible value."""
+    if h.n <= 0 or h.min is None or h.max is None:
+        return math.nan, False
+    exact = all(lo == hi for lo, hi, _ in hist_cell_list(h))
+    mids, counts = hist_cells(h)
+    ss = float(np.dot(counts, (mids - mean) ** 2))
+    return math.sqrt(ss / max(1, int(counts.sum()))), exact
+
+
+def guided_percentiles(
+    values: Int64Array, h: Histogram, qs: tuple[float, ...] = PERCENTILES
+) -> list[float] | None:
+    """Exact nearest-rank percentiles of `values`, using their histogram to
+    avoid sorting them: a rank in a single-value cell is read off the
+    histogram; the others are found among the values of their cell only,
+    gathered in one pass by slices. None when the histogram does not match
+    the values (the caller then sorts)."""
+    n = len(values)
+    if h.n != n or n == 0 or h.min is None:
+        return None
+    cells = hist_cell_list(h)
+    if sum(c for _, _, c in cells) != n:
+        return None
+    where = {q: _locate(h, _rank(q, n), cells) for q in qs}
+    wanted = {(lo, hi): count for lo, hi, _, count in where.values() if lo != hi}
+    found: dict[tuple[float, float], list[Int64Array]] = {key: [] for key in wanted}
+    for start in range(0, n if wanted else 0, _SLICE):
+        part = values[start : start + _SLICE]
+        for lo, hi in wanted:
+            found[lo, hi].append(part[(part >= lo) & (part <= hi)])
+    gathered = {key: np.concatenate(parts) for key, parts in found.items()}
+    if any(len(gathered[key]) != count for key, count in wanted.items()):
+        return None
+    out = []
+    for q in qs:
+        lo, hi, before, _ = where[q]
+        if lo == hi:
+            out.append(lo)
+            continue
+        k = _rank(q, n) - before - 1
+        out.append(float(np.partition(gathered[lo, hi], k)[k]))
+    return out
+
+
+# --- one series -------------------------------------------------------------
 
 
 def series_stats(s: Series, sigma3: bool = False) -> Stats:
     if has_all_samples(s):
-        assert s.samples is not None
-        v = s.samples
-        pct = {q: float(x) for q, x in zip(PERCENTILES, np.percentile(v, PERCENTILES), strict=True)}
-        st = Stats(s.n, s.min, s.max, s.mean, float(v.std()), pct, bounded=False)
-        if sigma3:
-            kept = sigma3_filter(v)
-            st.filtered_max = float(kept.max()) if len(kept) else None
-            st.filtered_out = len(v) - len(kept)
-        return st
+        return _from_samples(s, sigma3)
     if s.hist is not None and s.hist.n:
-        pct = {q: hist_percentile(s.hist, q) for q in PERCENTILES}
-        return Stats(s.n, s.min, s.max, s.mean, None, pct, bounded=True)
-    return Stats(s.n, s.min, s.max, s.mean, None, {}, bounded=False)
+        return _from_hist(s, s.hist)
+    return Stats(s.n, s.min, s.max, s.mean, None, {}, bounded=False, source="summary")
+
+
+def _from_samples(s: Series, sigma3: bool) -> Stats:
+    assert s.samples is not None
+    v = s.samples
+    mu, sd = sample_moments(v, s.mean)
+    guided = guided_percentiles(v, s.hist) if s.hist is not None else None
+    values = guided if guided is not None else sample_percentiles(v)
+    pct = dict(zip(PERCENTILES, values, strict=True))
+    exact = {q: (x, x) for q, x in pct.items()}
+    st = Stats(s.n, s.min, s.max, s.mean, sd, pct, bounded=False, pct_range=exact)
+    if sigma3 and len(v) >= 3:
+        st.filtered_max, st.filtered_out = _sigma3_max(v, mu, sd)
+    return st
+
+
+def _sigma3_max(v: Int64Array, mu: float, sd: float) -> tuple[float | None, int]:
+    """(max, count dropped) under the 3-sigma filter, slice by slice."""
+    lo, hi = mu - 3 * sd, mu + 3 * sd
+    best: float | None = None
+    kept = 0
+    for start in range(0, len(v), _SLICE):
+        part = v[start : start + _SLICE]
+        inside = part[(part >= lo) & (part <= hi)]
+        kept += len(inside)
+        if len(inside):
+            m = float(inside.max())
+            best = m if best is None else max(best, m)
+    return best, len(v) - kept
+
+
+def _from_hist(s: Series, h: Histogram) -> Stats:
+    ranges = {q: hist_percentile_range(h, q) for q in PERCENTILES}
+    pct = {q: hi for q, (_, hi) in ranges.items()}
+    mean = s.mean if s.mean is not None else (h.sum / h.n)
+    sd, exact = hist_stddev(h, mean)
+    bounded = any(lo != hi for lo, hi in ranges.values())
+    st = Stats(s.n, s.min, s.max, s.mean, sd, pct, bounded, source="histogram")
+    st.pct_range, st.stddev_exact = ranges, exact
+    return st
+
+
+def scipy_stats() -> ModuleType:
+    """scipy.stats, imported on first use: the import takes a second or more,
+    and every `rtbench` command would pay it at start-up otherwise."""
+    import scipy.stats
+
+    module: ModuleType = scipy.stats
+    return module
 
 
 def score(value: float | None, run: Run) -> float | None:

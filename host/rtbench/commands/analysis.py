@@ -1,10 +1,448 @@
-"""Analysis commands: compare, check, export, import, label."""
+"""Analysis commands: analyze, compare, check, label, export, import, import-cyclictest."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
 import click
+from rich.table import Table
+from rich.text import Text
+
+from rtbench.analysis import criteria as crit
+from rtbench.analysis.compare import (
+    ALPHA,
+    MIN_TAIL_SAMPLES,
+    UNSTABLE_CV,
+    UNSTABLE_MAX_P99,
+    Comparison,
+    compare_runs,
+)
+from rtbench.analysis.determinism import curves
+from rtbench.analysis.evt import DEFAULT_PROBABILITIES, worst_case
+from rtbench.analysis.rating import Rubric, RubricError, load_rubric, overall_rating, rate_run
+from rtbench.analysis.scores import composite_parts, composite_score, is_time_series
+from rtbench.analysis.stats import INDICATORS, PCT_NAMES, PERCENTILES, has_all_samples, series_stats
+from rtbench.commands.common import EXIT, fail, open_store, out, parse_labels
+from rtbench.io.cyclictest import read_cyclictest
+from rtbench.io.export import read_json, write_csv, write_json
+from rtbench.io.junit import write_junit
+from rtbench.model import Run
+from rtbench.reference import figures_for
+from rtbench.reports.terminal import SIGMA3_CASES, render_run, us
+from rtbench.store import Store, StoreError, kernel_release
+
+_VERDICT_STYLE = {"passed": "green", "failed": "red", "error": "bold red"}
+_RUBRIC_OPTION = click.option(
+    "--rubric",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Star-rating rubric (TOML) replacing the built-in one (docs/analysis.md).",
+)
+
+
+# --- helpers ----------------------------------------------------------------
+
+
+def _load(store: Store, ref: str) -> Run:
+    try:
+        return store.load(store.resolve(ref))
+    except StoreError as e:
+        fail(str(e))
+
+
+def _select(store: Store, refs: tuple[str, ...], labels: tuple[str, ...]) -> list[Run]:
+    """The runs named by reference, then those carrying every --label, by id."""
+    ids = []
+    try:
+        ids = [store.resolve(r) for r in refs]
+        if labels:
+            filters: dict[str, str | None] = {}
+            for pair in labels:
+                key, sep, value = pair.partition("=")
+                filters[key] = value if sep else None
+            ids += [s.id for s in store.list_runs(filters) if s.id not in ids]
+        return [store.load(i) for i in ids]
+    except StoreError as e:
+        fail(str(e))
+
+
+def _rubric(path: Path | None) -> Rubric:
+    try:
+        return load_rubric(path)
+    except RubricError as e:
+        fail(str(e))
+
+
+def _fig(value: float | None, indicator: str, bounded: bool = False) -> str:
+    if value is None:
+        return "-"
+    text = f"{value:.0f}" if indicator == "n" else us(value)
+    return ("≤" if bounded else "") + text
+
+
+def _add(t: Table, *cells: str | Text) -> None:
+    """A row of plain text: series labels like switch[n=2] are not markup."""
+    t.add_row(*(c if isinstance(c, Text) else Text(c) for c in cells))
+
+
+def _stars(n: int) -> str:
+    return "★" * n + "☆" * (5 - n)
+
+
+def _run_line(run: Run) -> str:
+    labels = ", ".join(f"{k}={v}" for k, v in run.labels.items())
+    rt = "" if run.realtime else " · NOT REAL-TIME"
+    return (
+        f"#{run.id} · {run.started_at} · {run.target} · {kernel_release(run) or '?'}"
+        f"{rt}{' · ' + labels if labels else ''}"
+    )
+
+
+# --- analyze ----------------------------------------------------------------
+
+
+def _stats_table(run: Run) -> Table:
+    title = "Statistics (µs; ≤ a histogram bucket's upper bound; ~ from bucket midpoints)"
+    t = Table(title=title, title_justify="left")
+    cols = ("n", "min", "mean", "stddev", *PCT_NAMES.values(), "max", "max 3σ (-out)")
+    t.add_column("case", no_wrap=True)
+    t.add_column("series", no_wrap=True)
+    for col in cols:
+        t.add_column(col, justify="right", no_wrap=True)
+    for c in run.cases:
+        for s in c.series:
+            st = series_stats(s, sigma3=c.case in SIGMA3_CASES)
+            pct = [_fig(st.pct.get(q), "p", st.is_bounded(PCT_NAMES[q])) for q in PERCENTILES]
+            filt = f"{us(st.filtered_max)} (-{st.filtered_out})" if st.filtered_max else "-"
+            sd = ("~" if not st.stddev_exact else "") + us(st.stddev)
+            head = [c.case, s.label, str(s.n), us(s.min), us(s.mean), sd]
+            _add(t, *head, *pct, Text(us(s.max), style="bold"), filt)
+    return t
+
+
+def _rating_table(run: Run, rubric: Rubric) -> None:
+    ratings = rate_run(run, rubric)
+    if not ratings:
+        out.print("Rating: no rated series in this run (calibration only, or skipped)")
+        return
+    t = Table(title=f"Rating (rubric: {rubric.source})", title_justify="left")
+    for col in ("case", "series", "stars", "why"):
+        t.add_column(col)
+    for r in ratings:
+        _add(t, r.case, r.series, _stars(r.stars), r.reason)
+    out.print(t)
+    overall = overall_rating(ratings)
+    out.print(Text(f"Overall: {_stars(overall.stars)} {overall.reason}", style="bold"))
+
+
+def _scores_lines(run: Run) -> None:
+    comp = composite_score(run)
+    if run.t_std_ns is None:
+        out.print("Scores: no CAL-REF in this run, so no T_std and no scores")
+        return
+    parts = ", ".join(f"{p.case} {p.score:.3f}" for p in composite_parts(run) if p.score)
+    shown = f"{comp:.3f}" if comp is not None else "-"
+    out.print(f"Composite score {shown} (geometric mean of mean/T_std of: {parts or 'none'})")
+
+
+def _slope(v: float | None) -> str:
+    return "-" if v is None else f"{v:+.3f}"
+
+
+def _curves_table(run: Run) -> None:
+    found = curves(run)
+    if not found:
+        return
+    t = Table(title="Determinism: growth per task (least-squares slope)", title_justify="left")
+    for col in ("case", "series", "over", "points", "mean ns/task", "max ns/task"):
+        t.add_column(col)
+    for cv in found:
+        xs = ",".join(map(str, cv.xs))
+        _add(t, cv.case, cv.series, cv.key, xs, _slope(cv.slope_mean), _slope(cv.slope_max))
+    out.print(t)
+
+
+def _evt_table(run: Run) -> None:
+    title = "Worst case beyond the samples (EVT estimates, not guarantees)"
+    t = Table(title=title, title_justify="left")
+    for col in ("case", "series", *(f"p={p:g}" for p in DEFAULT_PROBABILITIES), "verdict"):
+        t.add_column(col)
+    for c in run.cases:
+        for s in c.series:
+            if not (is_time_series(s) and has_all_samples(s)) or s.samples is None:
+                continue
+            r = worst_case(s.samples, DEFAULT_PROBABILITIES)
+            est = [us(r.estimates.get(p)) if r.valid else "-" for p in DEFAULT_PROBABILITIES]
+            _add(t, c.case, s.label, *est, r.verdict)
+    out.print(t)
+
+
+def _references(run: Run) -> None:
+    t = Table(title="Published figures (other hardware)", title_justify="left")
+    for col in ("case", "series", "published"):
+        t.add_column(col)
+    for c in run.cases:
+        for s in c.series:
+            figs = figures_for(c.case, s.name, s.point)
+            if figs:
+                _add(t, c.case, s.label, "; ".join(f.label for f in figs))
+    out.print(t)
+
+
+@click.command()
+@click.argument("ref", default="latest")
+@_RUBRIC_OPTION
+@click.option("--no-evt", is_flag=True, help="Skip the extreme-value estimates.")
+@click.option("--references", is_flag=True, help="Also list the published figures.")
+@click.pass_context
+def analyze(
+    ctx: click.Context, ref: str, rubric: Path | None, no_evt: bool, references: bool
+) -> None:
+    """Statistics, scores, star rating, determinism and worst-case estimates of a run."""
+    rb = _rubric(rubric)
+    with open_store(ctx) as store:
+        run = _load(store, ref)
+    out.print(Text(_run_line(run), style="bold"), highlight=False)
+    out.print(_stats_table(run))
+    _scores_lines(run)
+    _rating_table(run, rb)
+    _curves_table(run)
+    if not no_evt:
+        _evt_table(run)
+    if references:
+        _references(run)
+
+
+# --- compare ----------------------------------------------------------------
+
+
+def _comparison_table(cmp: Comparison) -> Table:
+    t = Table(title=f"Comparison: {cmp.indicator} (µs)", title_justify="left")
+    t.add_column("case")
+    t.add_column("series")
+    first = cmp.runs[0].id
+    for run in cmp.runs:
+        t.add_column(f"#{run.id}", justify="right")
+    for run in cmp.runs[1:]:
+        t.add_column(f"#{run.id}/#{first}", justify="right")
+    t.add_column("p", justify="right")
+    t.add_column("flags")
+    for row in cmp.rows:
+        values = [
+            Text(_fig(v, cmp.indicator, b) + ("~" if u else ""), style="yellow" if u else "")
+            for v, b, u in zip(row.values, row.bounded, row.unstable, strict=True)
+        ]
+        ratios = ["-" if r is None else f"{r:.2f}" for r in row.ratios[1:]]
+        p = "-" if row.pvalue is None else f"{row.pvalue:.2g}" + ("*" if row.significant else "")
+        why = zip(cmp.runs, row.why_unstable, strict=True)
+        flags = [f"#{run.id} {w}" for run, w in why if w]
+        _add(t, row.case, row.label, *values, *ratios, p, "; ".join(flags))
+    return t
+
+
+@click.command()
+@click.argument("refs", nargs=-1)
+@click.option(
+    "--label",
+    "labels",
+    multiple=True,
+    metavar="KEY[=VALUE]",
+    help="Also compare every run carrying this label (repeatable: all must match).",
+)
+@click.option("--indicator", type=click.Choice(INDICATORS), default="max", show_default=True)
+@click.pass_context
+def compare(
+    ctx: click.Context, refs: tuple[str, ...], labels: tuple[str, ...], indicator: str
+) -> None:
+    """Runs side by side: an indicator, its ratio to the first run, a significance test."""
+    with open_store(ctx) as store:
+        runs = _select(store, refs, labels)
+    if len(runs) < 2:
+        fail(f"compare needs at least two runs, got {len(runs)}: name them or use --label")
+    cmp = compare_runs(runs, indicator)
+    for run in runs:
+        out.print(_run_line(run), highlight=False, markup=False)
+    out.print(_comparison_table(cmp))
+    tests = sorted({r.test for r in cmp.rows if r.pvalue is not None})
+    out.print(
+        f"p: {' / '.join(tests) or 'no test'}; * p < {ALPHA:g} (the distributions differ). "
+        f"~ unstable (max: max/p99 > {UNSTABLE_MAX_P99:g}; mean: CV > {UNSTABLE_CV:g}; "
+        f"percentile: < {MIN_TAIL_SAMPLES} samples beyond it); "
+        "≤ a histogram bucket's upper bound.",
+        highlight=False,
+        markup=False,
+    )
+
+
+# --- check ------------------------------------------------------------------
+
+
+@click.command()
+@click.argument("ref")
+@click.option(
+    "--criteria",
+    "criteria_file",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Criteria file (TOML, docs/analysis.md).",
+)
+@click.option("--baseline", default=None, help="Run the *_ratio bounds are relative to.")
+@click.option(
+    "--junit",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the outcome as JUnit XML.",
+)
+@_RUBRIC_OPTION
+@click.pass_context
+def check(
+    ctx: click.Context,
+    ref: str,
+    criteria_file: Path,
+    baseline: str | None,
+    junit: Path | None,
+    rubric: Path | None,
+) -> None:
+    """Check a run against thresholds: exit 0 passed, 1 failed, 2 error."""
+    try:
+        criteria = crit.load_criteria(criteria_file)
+    except crit.CriteriaError as e:
+        fail(str(e))
+    rb = _rubric(rubric)
+    with open_store(ctx) as store:
+        run = _load(store, ref)
+        base = _load(store, baseline) if baseline is not None else None
+    outcomes = crit.evaluate(run, criteria, base, rb)
+    t = Table(title=f"Check of run #{run.id} against {criteria_file.name}", title_justify="left")
+    for col in ("criterion", "bounds", "result", "detail"):
+        t.add_column(col)
+    for o in outcomes:
+        bounds = ", ".join(f"{k} = {v:g}" for k, v in o.criterion.bounds.items())
+        detail = "; ".join([o.message, *o.notes])
+        _add(t, o.criterion.key, bounds, Text(o.verdict, style=_VERDICT_STYLE[o.verdict]), detail)
+    out.print(t)
+    code = crit.exit_code(outcomes)
+    if junit is not None:
+        write_junit(outcomes, junit, suite=f"rtbench check run {run.id}")
+    verdict = {0: "passed", 1: "failed", 2: "error"}[code]
+    out.print(Text(f"Check: {verdict}", style=f"bold {_VERDICT_STYLE[verdict]}"))
+    sys.exit(code)
+
+
+# --- label ------------------------------------------------------------------
+
+
+@click.command()
+@click.argument("ref")
+@click.argument("pairs", nargs=-1, metavar="KEY=VALUE...")
+@click.option("--remove", "removals", multiple=True, metavar="KEY", help="Remove this label.")
+@click.pass_context
+def label(ctx: click.Context, ref: str, pairs: tuple[str, ...], removals: tuple[str, ...]) -> None:
+    """Set (KEY=VALUE) or remove (--remove KEY) labels of a stored run."""
+    changes: dict[str, str | None] = dict(parse_labels(pairs))
+    changes.update({key: None for key in removals})
+    if not changes:
+        fail("give KEY=VALUE pairs to set and/or --remove KEY")
+    with open_store(ctx) as store:
+        try:
+            run_id = store.resolve(ref)
+            store.set_labels(run_id, changes, merge=True)
+            labels = store.load(run_id).labels
+        except StoreError as e:
+            fail(str(e))
+    shown = ", ".join(f"{k}={v}" for k, v in labels.items()) or "(none)"
+    out.print(f"run {run_id} labels: {shown}", highlight=False, markup=False)
+
+
+# --- export / import --------------------------------------------------------
+
+
+@contextmanager
+def _output(path: Path) -> Iterator[TextIO]:
+    if str(path) == "-":
+        yield sys.stdout
+        return
+    try:
+        with path.open("w", encoding="utf-8", newline="") as f:
+            yield f
+    except OSError as e:
+        fail(f"cannot write {path}: {e}")
+
+
+@click.command()
+@click.argument("ref")
+@click.option(
+    "--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Output file ('-': standard output).",
+)
+@click.option("--samples", is_flag=True, help="JSON: include the raw samples (large).")
+@click.pass_context
+def export(ctx: click.Context, ref: str, fmt: str, output: Path, samples: bool) -> None:
+    """Write a run as JSON (docs/export-format.md) or CSV (one row per series)."""
+    with open_store(ctx) as store:
+        run = _load(store, ref)
+    with _output(output) as f:
+        if fmt == "json":
+            write_json(run, f, samples=samples)
+        else:
+            write_csv(run, f)
+    if str(output) != "-":
+        out.print(f"run {run.id} written to {output} ({fmt})", highlight=False, markup=False)
+
+
+def _store_import(
+    ctx: click.Context, file: Path, labels: tuple[str, ...], reader: Callable[[Path], Run]
+) -> None:
+    """Read a run with `reader` (a ValueError says what is wrong), store it, show it."""
+    label_map = parse_labels(labels)
+    try:
+        run = reader(file)
+    except ValueError as e:
+        fail(f"{file}: {e}")
+    run.labels = {**run.labels, **label_map}
+    with open_store(ctx) as store:
+        try:
+            store.save(run)
+        except StoreError as e:
+            fail(str(e))
+    render_run(run, out)
+    out.print(f"stored as run {run.id}", style="dim", highlight=False)
+    sys.exit(EXIT[run.outcome])
+
+
+_FILE = click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+_LABELS = click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Tag the run.")
+
+
+@click.command(name="import-cyclictest")
+@_FILE
+@_LABELS
+@click.pass_context
+def import_cyclictest(ctx: click.Context, file: Path, labels: tuple[str, ...]) -> None:
+    """Store rt-tests' `cyclictest --json=FILE` output as a run (a case per thread)."""
+    _store_import(ctx, file, labels, read_cyclictest)
+
+
+@click.command(name="import")
+@_FILE
+@_LABELS
+@click.pass_context
+def import_export(ctx: click.Context, file: Path, labels: tuple[str, ...]) -> None:
+    """Store a run from an `rtbench export --format json` file (e.g. from another store)."""
+    _store_import(ctx, file, labels, read_json)
 
 
 def register(main: click.Group) -> None:
     """Adds this module's commands to the `rtbench` group."""
-    del main
+    for command in (analyze, compare, check, label, export, import_export, import_cyclictest):
+        main.add_command(command)

@@ -1,0 +1,107 @@
+"""Scores: each time figure in units of the machine's calibration workload.
+
+score = indicator / T_std, T_std being the mean of CAL-REF's `t_std` series
+(a fixed chain of 2x2 matrix multiplications), so that a figure measured on
+a fast machine and one measured on a slow machine can be set side by side.
+Lower is better. Every time series gets two: its mean and its max.
+
+The composite (docs/analysis.md) is the geometric mean of the mean-scores
+of the headline indicators of the published mixed-load method: task
+switching (THR-SW), task preemption (THR-PRE), interrupt response (IRQ-RSP)
+and semaphore shuffling (SEM-SHF), over those the run has. A geometric mean
+weighs a halving of any one of them the same, whatever its size.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from rtbench.model import Point, Run, Series
+
+TIME_UNIT = "ns"
+HEADLINE_CASES = ("THR-SW", "THR-PRE", "IRQ-RSP", "SEM-SHF")
+# CAL-REF *is* the unit (its score is 1 by definition).
+UNSCORED_CASES = ("CAL-REF",)
+
+Indicator = Literal["mean", "max"]
+
+
+@dataclass
+class Score:
+    case: str
+    series: str
+    point: Point
+    indicator: Indicator
+    value_ns: float
+    score: float | None  # None when the run has no T_std
+
+
+def is_time_series(s: Series) -> bool:
+    return s.unit == TIME_UNIT and s.n > 0
+
+
+def _scores_of(s: Series, t_std: float | None) -> list[Score]:
+    out = []
+    figures: list[tuple[Indicator, float | None]] = [("mean", s.mean), ("max", s.max)]
+    for indicator, value in figures:
+        if value is None:
+            continue
+        sc = value / t_std if t_std else None
+        out.append(Score(s.case, s.name, dict(s.point), indicator, float(value), sc))
+    return out
+
+
+def indicator_scores(run: Run) -> list[Score]:
+    """Mean- and max-score of every time series of the run, in run order."""
+    t_std = run.t_std_ns
+    return [
+        sc
+        for c in run.cases
+        if c.case not in UNSCORED_CASES
+        for s in c.series
+        if is_time_series(s)
+        for sc in _scores_of(s, t_std)
+    ]
+
+
+def _point_order(s: Series) -> tuple[tuple[str, int | str], ...]:
+    return tuple(sorted(s.point.items()))
+
+
+def headline_series(run: Run) -> list[Series]:
+    """One series per headline case present: its first-named time series at
+    its smallest sweep point (THR-SW: the fewest threads)."""
+    chosen = []
+    for case_id in HEADLINE_CASES:
+        c = run.case(case_id)
+        timed = [s for s in c.series if is_time_series(s)] if c else []
+        if not timed:
+            continue
+        first = [s for s in timed if s.name == timed[0].name]
+        chosen.append(min(first, key=_point_order))
+    return chosen
+
+
+def composite_parts(run: Run) -> list[Score]:
+    """The mean-scores the composite is made of."""
+    t_std = run.t_std_ns
+    return [sc for s in headline_series(run) for sc in _scores_of(s, t_std)[:1]]
+
+
+def geometric_mean(values: list[float]) -> float | None:
+    if not values or any(v <= 0 for v in values):
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def composite_score(run: Run) -> float | None:
+    """Geometric mean of the headline mean-scores; None without T_std or
+    without any headline indicator. Lower is better. Only comparable between
+    runs that have the same headline cases (composite_parts says which)."""
+    parts = composite_parts(run)
+    scores = [p.score for p in parts if p.score is not None]
+    if not scores or len(scores) != len(parts):
+        return None
+    return geometric_mean(scores)

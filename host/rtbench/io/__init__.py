@@ -1,0 +1,2 @@
+"""Data in and out: exports (JSON, CSV, JUnit XML) and imports (rtbench
+exports, cyclictest JSON)."""

@@ -1,0 +1,289 @@
+"""Exports of a run: canonical JSON (docs/export-format.md) and CSV.
+
+The JSON holds the run as stored (everything `read_export` needs to rebuild
+it) plus the derived statistics and scores, so a consumer need not recompute
+them. Raw samples are included only when asked: they are most of the size.
+Sample arrays are streamed slice by slice, never turned into one big
+Python list, so exporting a 50-million-sample series stays bounded in
+memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from rtbench import __version__
+from rtbench.analysis.scores import composite_score
+from rtbench.analysis.stats import PCT_NAMES, PERCENTILES, Stats, series_stats
+from rtbench.model import (
+    CaseResult,
+    Check,
+    Int64Array,
+    Run,
+    Series,
+    StreamIssue,
+    Warning,
+    point_key,
+)
+
+# An export's histogram object is the store's JSON form of one: both share
+# the store's (de)serialisers.
+from rtbench.store.sqlite import _hist as hist_from_dict
+from rtbench.store.sqlite import _hist_dict as hist_dict
+
+SCHEMA = "rtbench-export"
+SCHEMA_VERSION = 1
+_SLICE = 1 << 20  # samples converted to text at a time
+
+CSV_COLUMNS = (
+    "run_id", "started_at", "target", "realtime", "case", "series", "point", "unit",
+    "n", "min", "mean", "stddev", *PCT_NAMES.values(), "max", "max_3sigma",
+    "filtered_out", "stats_source", "percentiles_bounded", "score_mean", "score_max",
+    "dropped", "holes",
+)  # fmt: skip
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, allow_nan=False)
+
+
+def _finite(x: float | None) -> float | None:
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def stats_dict(st: Stats) -> dict[str, Any]:
+    pct = {}
+    for q in PERCENTILES:
+        if q in st.pct:
+            lo, hi = st.pct_range.get(q, (st.pct[q], st.pct[q]))
+            pct[PCT_NAMES[q]] = {"value": st.pct[q], "lo": lo, "hi": hi}
+    return {
+        "source": st.source,
+        "stddev": _finite(st.stddev),
+        "stddev_exact": st.stddev_exact,
+        "percentiles": pct,
+        "bounded": st.bounded,
+        "max_3sigma": st.filtered_max,
+        "filtered_out": st.filtered_out,
+    }
+
+
+def _scores(s: Series, t_std: float | None) -> dict[str, float | None]:
+    def sc(v: float | None) -> float | None:
+        return v / t_std if v is not None and t_std else None
+
+    return {"mean": sc(s.mean), "max": sc(None if s.max is None else float(s.max))}
+
+
+def run_header(run: Run) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "started_at": run.started_at,
+        "target": run.target,
+        "source": run.source,
+        "labels": run.labels,
+        "outcome": run.outcome,
+        "complete": run.complete,
+        "realtime": run.realtime,
+        "t_std_ns": run.t_std_ns,
+        "composite_score": composite_score(run),
+        "hello": run.hello,
+        "bye": run.bye,
+        "machine": run.machine,
+        "warnings": [{"code": w.code, "detail": w.detail, "case": w.case} for w in run.warnings],
+        "issues": [{"kind": i.kind, "detail": i.detail, "line": i.line} for i in run.issues],
+        "log": run.log,
+    }
+
+
+def case_header(c: CaseResult) -> dict[str, Any]:
+    return {
+        "case": c.case,
+        "title": c.title,
+        "params": c.params,
+        "outcome": c.outcome,
+        "duration_ns": c.duration_ns,
+        "reason": c.reason,
+        "checks": [
+            {"name": ch.name, "verdict": ch.verdict, "detail": ch.detail} for ch in c.checks
+        ],
+        "warnings": [{"code": w.code, "detail": w.detail} for w in c.warnings],
+    }
+
+
+def series_header(s: Series, t_std: float | None) -> dict[str, Any]:
+    return {
+        "name": s.name,
+        "point": s.point,
+        "point_key": point_key(s.point),
+        "unit": s.unit,
+        "n": s.n,
+        "min": s.min,
+        "max": s.max,
+        "sum": s.sum,
+        "mean": s.mean,
+        "dropped": s.dropped,
+        "holes": s.holes,
+        "stats": stats_dict(series_stats(s, sigma3=True)),
+        "scores": _scores(s, t_std),
+        "hist": None if s.hist is None else hist_dict(s.hist),
+    }
+
+
+def _sample_text(values: Int64Array) -> Iterator[str]:
+    for start in range(0, len(values), _SLICE):
+        yield ("," if start else "") + ",".join(map(str, values[start : start + _SLICE].tolist()))
+
+
+def _open(obj: dict[str, Any]) -> str:
+    """A JSON object's text without its closing brace, to append keys to."""
+    text = _dumps(obj)
+    assert text.endswith("}") and len(obj) > 0
+    return text[:-1]
+
+
+def write_json(run: Run, out: TextIO, samples: bool = False) -> None:
+    """The canonical JSON export of `run` (schema SCHEMA, SCHEMA_VERSION)."""
+    t_std = run.t_std_ns
+    head = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "rtbench_version": __version__}
+    out.write(_open(head) + ',"run":' + _dumps(run_header(run)) + ',"cases":[')
+    for ci, c in enumerate(run.cases):
+        out.write(("," if ci else "") + _open(case_header(c)) + ',"series":[')
+        for si, s in enumerate(c.series):
+            out.write(("," if si else "") + _open(series_header(s, t_std)) + ',"samples":')
+            if samples and s.samples is not None:
+                out.write("[")
+                for part in _sample_text(s.samples):
+                    out.write(part)
+                out.write("]")
+            else:
+                out.write("null")
+            out.write("}")
+        out.write("]}")
+    out.write("]}\n")
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, float):
+        return f"{value:.10g}" if np.isfinite(value) else ""
+    return "" if value is None else value
+
+
+def csv_rows(run: Run) -> Iterator[dict[str, Any]]:
+    t_std = run.t_std_ns
+    for c in run.cases:
+        for s in c.series:
+            st = series_stats(s, sigma3=True)
+            scores = _scores(s, t_std)
+            row: dict[str, Any] = {
+                "run_id": run.id,
+                "started_at": run.started_at,
+                "target": run.target,
+                "realtime": int(run.realtime),
+                "case": c.case,
+                "series": s.name,
+                "point": point_key(s.point),
+                "unit": s.unit,
+                "stats_source": st.source,
+                "percentiles_bounded": int(st.bounded),
+                "score_mean": scores["mean"],
+                "score_max": scores["max"],
+                "dropped": s.dropped,
+                "holes": s.holes,
+                "filtered_out": st.filtered_out,
+            }
+            for name in ("n", "min", "mean", "stddev", *PCT_NAMES.values(), "max", "max_3sigma"):
+                row[name] = st.value(name)
+            row["n"] = s.n
+            yield {k: _cell(v) for k, v in row.items()}
+
+
+def write_csv(run: Run, out: TextIO) -> None:
+    """One row per series: the statistics in the series' unit (ns)."""
+    w = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    for row in csv_rows(run):
+        w.writerow(row)
+
+
+# --- reading back -------------------------------------------------------------
+
+
+class ExportError(ValueError):
+    """A file that is not an rtbench export this version reads."""
+
+
+def _series(case: str, d: dict[str, Any]) -> Series:
+    samples = d.get("samples")
+    return Series(
+        case=case,
+        name=d["name"],
+        point=d.get("point", {}),
+        unit=d.get("unit", "ns"),
+        samples=None if samples is None else np.asarray(samples, dtype=np.int64),
+        holes=d.get("holes", 0),
+        hist=hist_from_dict(d.get("hist")),
+        n=d["n"],
+        min=d["min"],
+        max=d["max"],
+        sum=d["sum"],
+        dropped=d.get("dropped", 0),
+    )
+
+
+def _case(d: dict[str, Any]) -> CaseResult:
+    cid = d["case"]
+    return CaseResult(
+        case=cid,
+        title=d.get("title", ""),
+        params=d.get("params", {}),
+        outcome=d["outcome"],
+        duration_ns=d.get("duration_ns", 0),
+        reason=d.get("reason", ""),
+        series=[_series(cid, s) for s in d.get("series", [])],
+        checks=[Check(cid, ch["name"], ch["verdict"], ch.get("detail", "")) for ch in d["checks"]],
+        warnings=[Warning(w["code"], w.get("detail", ""), cid) for w in d.get("warnings", [])],
+    )
+
+
+def run_from_export(doc: dict[str, Any]) -> Run:
+    """The Run an export describes (the derived figures are recomputed, not read)."""
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise ExportError(f"not an rtbench export (no \"schema\": \"{SCHEMA}\")")
+    version = doc.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ExportError(f"export schema version {version!r}; this rtbench reads {SCHEMA_VERSION}")
+    try:
+        r = doc["run"]
+        return Run(
+            hello=r.get("hello") or {},
+            cases=[_case(c) for c in doc["cases"]],
+            warnings=[
+                Warning(w["code"], w.get("detail", ""), w.get("case")) for w in r["warnings"]
+            ],
+            issues=[StreamIssue(i["kind"], i["detail"], i.get("line")) for i in r["issues"]],
+            bye=r.get("bye"),
+            log=list(r.get("log", [])),
+            started_at=r.get("started_at", ""),
+            target=r.get("target", "import"),
+            labels=dict(r.get("labels", {})),
+            machine=r.get("machine") or {},
+            source=r.get("source", ""),
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise ExportError(f"damaged export: {type(e).__name__}: {e}") from e
+
+
+def read_json(path: str | Path) -> Run:
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ExportError(f"cannot read {path}: {e}") from e
+    return run_from_export(doc)

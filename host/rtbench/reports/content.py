@@ -1,0 +1,441 @@
+"""What a report says, computed once for both renderers (HTML, Markdown).
+
+The figures come from rtbench.analysis and rtbench.reference; this module
+only selects, formats and arranges them (and draws the charts when asked),
+so that the HTML and the Markdown report cannot disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from rtbench import __version__
+from rtbench.analysis.compare import Comparison, Row, compare_runs
+from rtbench.analysis.determinism import Curve, curves
+from rtbench.analysis.evt import EvtResult, worst_case
+from rtbench.analysis.rating import Rating, overall_rating, rate_run
+from rtbench.analysis.scores import Score, composite_score, indicator_scores
+from rtbench.analysis.stats import PCT_NAMES, Stats, has_all_samples, series_stats
+from rtbench.model import CaseResult, Check, Run, Series, StreamIssue, Warning, point_key
+from rtbench.reference import ReferenceFigure, figures_for
+from rtbench.reports import charts
+from rtbench.reports.jitter import JitterTable, jitter_series, jitter_table
+from rtbench.reports.terminal import SIGMA3_CASES
+
+STAT_COLUMNS = ("n", "min", "mean", "stddev", *PCT_NAMES.values(), "max")
+# Warning codes shown in red: the figures they concern say little or nothing.
+SEVERE = frozenset({"not_realtime", "overrun", "buffer_full", "lost_wakeups", "incomplete"})
+EVT_PROBABILITIES = (1e-6, 1e-9)
+
+
+def fmt(value: float | None, unit: str = "ns") -> str:
+    """A figure in its display unit: nanoseconds as µs with 3 decimals."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if unit == "ns":
+        return f"{value / 1000:.3f}"
+    return f"{value:.6g}"
+
+
+def stars(n: int) -> str:
+    n = max(0, min(5, n))
+    return "★" * n + "☆" * (5 - n)
+
+
+def run_name(run: Run) -> str:
+    """How a run is named in titles and legends: its id and labels."""
+    base = f"run {run.id}" if run.id is not None else "run (not stored)"
+    if run.labels:
+        base += " (" + ", ".join(f"{k}={v}" for k, v in run.labels.items()) + ")"
+    return base
+
+
+def flatten(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """Nested metadata as (dotted key, text) rows, in the order given."""
+    if isinstance(obj, dict):
+        rows: list[tuple[str, str]] = []
+        for k, v in obj.items():
+            rows += flatten(v, f"{prefix}.{k}" if prefix else str(k))
+        return rows
+    if isinstance(obj, list | tuple):
+        text = ", ".join(str(x) for x in obj) if obj else "(none)"
+    else:
+        text = "-" if obj is None else str(obj)
+    return [(prefix, text)]
+
+
+@dataclass
+class ReferenceRow:
+    """The published figures of one system for one indicator, e.g. QNX's
+    avg and max of "THR-P-SLS switch, 2 threads"."""
+
+    dataset: str
+    source: str
+    hardware: str
+    os: str
+    indicator: str
+    figures: str  # "avg 0.6 us · max 6.3 us"
+
+
+@dataclass
+class SeriesView:
+    series: Series
+    stats: Stats
+    cells: dict[str, str]  # STAT_COLUMNS -> text
+    unit: str  # display unit
+    flags: list[str]
+    rating: Rating | None
+    scores: list[Score]
+    references: list[ReferenceRow]
+    evt: EvtResult | None
+    histogram: str | None = None  # inline SVG
+    timeseries: str | None = None
+
+
+@dataclass
+class CurveView:
+    curve: Curve
+    unit: str  # the series' unit
+    shown: str  # its display unit
+    slope_mean: str
+    slope_max: str
+    svg: str | None = None
+
+
+@dataclass
+class CaseView:
+    result: CaseResult
+    params: str
+    duration: str
+    series: list[SeriesView]
+    ratings: list[Rating]
+    curves: list[CurveView]
+    jitter: list[JitterTable]
+    checks: list[Check]
+    warnings: list[Warning]
+
+
+@dataclass
+class ScoreRow:
+    """A series' mean and max with their scores, side by side."""
+
+    case: str
+    series: str  # label, e.g. switch[n=2]
+    figures: dict[str, tuple[str, str]]  # indicator -> (value µs, score)
+
+
+@dataclass
+class RunView:
+    run: Run
+    name: str
+    title: str
+    not_realtime: str | None  # why, when the agent ran without RT priority
+    warnings: list[Warning]  # run-wide and per case, each once
+    issues: list[StreamIssue]
+    target_rows: list[tuple[str, str]]  # the agent's hello
+    machine_rows: list[tuple[str, str]]  # the host's probe
+    ratings: list[Rating]
+    overall: Rating | None
+    scores: list[ScoreRow]
+    composite: float | None
+    t_std: float | None
+    checks: dict[str, int]  # verdict -> count
+    cases: list[CaseView] = field(default_factory=list)
+
+
+@dataclass
+class CompareRowView:
+    row: Row
+    unit: str
+    values: list[str]
+    ratios: list[str]
+    pvalue: str
+    chart: str | None = None
+
+
+@dataclass
+class ComparisonView:
+    title: str
+    indicator: str
+    runs: list[RunView]
+    rows: list[CompareRowView]
+    machine_diff: list[tuple[str, list[str]]]  # metadata that differs between runs
+
+
+def _unique(warnings: Iterable[Warning]) -> list[Warning]:
+    seen: set[tuple[str, str, str | None]] = set()
+    kept = []
+    for w in warnings:
+        key = (w.code, w.detail, w.case)
+        if key not in seen:
+            seen.add(key)
+            kept.append(w)
+    return kept
+
+
+def _cells(s: Series, st: Stats) -> dict[str, str]:
+    """Figures as text; "≤" marks a percentile known only to its histogram
+    bucket (its upper bound), "≈" a stddev from bucket midpoints."""
+    cells = {
+        "n": str(st.n),
+        "min": fmt(st.min, s.unit),
+        "mean": fmt(st.mean, s.unit),
+        "stddev": ("" if st.stddev_exact else "≈") + fmt(st.stddev, s.unit),
+        "max": fmt(st.max, s.unit),
+    }
+    for q, name in PCT_NAMES.items():
+        v = st.pct.get(q)
+        bound = "≤" if st.is_bounded(name) else ""
+        cells[name] = bound + fmt(v, s.unit) if v is not None else "-"
+    return cells
+
+
+def _flags(run: Run, s: Series, st: Stats) -> list[str]:
+    flags = []
+    if not run.realtime:
+        flags.append("not_realtime")
+    if st.bounded:
+        flags.append("percentiles are bucket bounds (no raw samples)")
+    if s.dropped:
+        flags.append(f"{s.dropped} samples not buffered (still in n/min/max)")
+    if s.holes:
+        flags.append(f"{s.holes} samples lost in the stream")
+    if st.filtered_max is not None:
+        flags.append(
+            f"3σ filter: max {fmt(st.filtered_max, s.unit)} without "
+            f"{st.filtered_out} gross errors (raw max above)"
+        )
+    return flags
+
+
+def _series_view(
+    run: Run, c: CaseResult, s: Series, scores: list[Score], ratings: list[Rating], draw: bool
+) -> SeriesView:
+    st = series_stats(s, sigma3=c.case in SIGMA3_CASES)
+    evt = None
+    if has_all_samples(s):
+        assert s.samples is not None
+        evt = worst_case(s.samples, EVT_PROBABILITIES)
+    view = SeriesView(
+        series=s,
+        stats=st,
+        cells=_cells(s, st),
+        unit=charts.unit_scale(s.unit)[1],
+        flags=_flags(run, s, st),
+        rating=next((r for r in ratings if r.case == c.case and r.series == s.label), None),
+        scores=[x for x in scores if (x.case, x.series, x.point) == (c.case, s.name, s.point)],
+        references=reference_rows(figures_for(c.case, s.name, dict(s.point))),
+        evt=evt,
+    )
+    if draw:
+        view.histogram = charts.histogram_svg(s)
+        view.timeseries = charts.timeseries_svg(s)
+    return view
+
+
+def _slope(v: float | None, unit: str) -> str:
+    if v is None:
+        return "-"
+    return f"{v:+.1f} ns per task" if unit == "ns" else f"{v:+.4g} {unit} per task"
+
+
+def _curve_view(cv: Curve, unit: str, draw: bool) -> CurveView:
+    view = CurveView(
+        cv,
+        unit,
+        charts.unit_scale(unit)[1],
+        _slope(cv.slope_mean, unit),
+        _slope(cv.slope_max, unit),
+    )
+    if draw:
+        view.svg = charts.curve_svg(
+            f"{cv.case} {cv.series}: mean and max against {cv.key}",
+            cv.key,
+            cv.xs,
+            [("mean", cv.means), ("max", cv.maxes)],
+            unit,
+        )
+    return view
+
+
+def _case_view(
+    run: Run,
+    c: CaseResult,
+    scores: list[Score],
+    ratings: list[Rating],
+    case_curves: list[Curve],
+    draw: bool,
+) -> CaseView:
+    units = {s.name: s.unit for s in c.series}
+    jitter = [t for t in (jitter_table(s) for s in jitter_series(c)) if t is not None]
+    return CaseView(
+        result=c,
+        params=", ".join(f"{k}={v}" for k, v in c.params.items()),
+        duration=f"{c.duration_ns / 1e9:.3f} s",
+        series=[_series_view(run, c, s, scores, ratings, draw) for s in c.series],
+        # a rating of the case as a whole (a failed check), not of a series
+        ratings=[r for r in ratings if r.case == c.case and not r.series],
+        curves=[_curve_view(cv, units.get(cv.series, "ns"), draw) for cv in case_curves],
+        jitter=jitter,
+        checks=list(c.checks),
+        warnings=_unique(c.warnings),
+    )
+
+
+def reference_rows(figures: list[ReferenceFigure]) -> list[ReferenceRow]:
+    rows: dict[tuple[str, str, str], ReferenceRow] = {}
+    for f in figures:
+        unit = "" if f.unit in ("score", f.stat) else f" {f.unit}"
+        value = f"{f.stat} {f.published or f'{f.value:g}'}{unit}"
+        key = (f.dataset, f.os, f.indicator)
+        if key in rows:
+            rows[key].figures += f" · {value}"
+        else:
+            rows[key] = ReferenceRow(f.dataset, f.source, f.hardware, f.os, f.indicator, value)
+    return list(rows.values())
+
+
+def _score_text(sc: float | None) -> str:
+    return "-" if sc is None else f"{sc:.3f}"
+
+
+def score_rows(scores: list[Score]) -> list[ScoreRow]:
+    rows: dict[tuple[str, str, str], ScoreRow] = {}
+    for sc in scores:
+        pk = point_key(sc.point)
+        label = f"{sc.series}[{pk}]" if pk else sc.series
+        row = rows.setdefault((sc.case, sc.series, pk), ScoreRow(sc.case, label, {}))
+        row.figures[sc.indicator] = (fmt(sc.value_ns), _score_text(sc.score))
+    return list(rows.values())
+
+
+def _not_realtime(run: Run) -> str | None:
+    if run.realtime:
+        return None
+    rt = run.hello.get("realtime")
+    detail = rt.get("detail", "") if isinstance(rt, dict) else ""
+    return str(detail) or "the agent ran without real-time priority"
+
+
+def run_view(run: Run, *, details: bool = True, draw: bool = True) -> RunView:
+    """Everything a report shows of one run; `details` adds the per-case
+    sections, `draw` their charts (the Markdown report has none)."""
+    ratings = rate_run(run)
+    scores = indicator_scores(run)
+    checks: dict[str, int] = {}
+    for ch in (ch for c in run.cases for ch in c.checks):
+        checks[ch.verdict] = checks.get(ch.verdict, 0) + 1
+    view = RunView(
+        run=run,
+        name=run_name(run),
+        title=f"rtbench report: {run_name(run)}",
+        not_realtime=_not_realtime(run),
+        warnings=_unique(run.all_warnings()),
+        issues=list(run.issues),
+        target_rows=flatten(run.hello),
+        machine_rows=flatten(run.machine),
+        ratings=ratings,
+        overall=overall_rating(ratings) if ratings else None,
+        scores=score_rows(scores),
+        composite=composite_score(run),
+        t_std=run.t_std_ns,
+        checks=checks,
+    )
+    if details:
+        all_curves = curves(run)
+        view.cases = [
+            _case_view(
+                run, c, scores, ratings, [cv for cv in all_curves if cv.case == c.case], draw
+            )
+            for c in run.cases
+        ]
+    return view
+
+
+def find_series(run: Run, case: str, name: str, pkey: str) -> Series | None:
+    c = run.case(case)
+    if c is None:
+        return None
+    return next((s for s in c.series if s.name == name and point_key(s.point) == pkey), None)
+
+
+def _ratio(r: float | None) -> str:
+    return "-" if r is None else f"{r:.3f}×"
+
+
+def _pvalue(p: float | None) -> str:
+    return "-" if p is None else (f"{p:.2g}" if p >= 1e-4 else "< 0.0001")
+
+
+def comparison_view(runs: list[Run], indicator: str = "max", draw: bool = True) -> ComparisonView:
+    """Runs side by side: the indicator per run, its ratio to the first run,
+    the distribution-level test, and (HTML) the histograms overlaid."""
+    comparison: Comparison = compare_runs(runs, indicator)
+    names = [run_name(r) for r in runs]
+    rows = []
+    for row in comparison.rows:
+        found = [find_series(r, row.case, row.series, row.point_key) for r in runs]
+        # "n" is a count whatever the series measures
+        unit = "count" if indicator == "n" else next((s.unit for s in found if s), "ns")
+        view = CompareRowView(
+            row=row,
+            unit=charts.unit_scale(unit)[1],
+            values=[fmt(v, unit) for v in row.values],
+            ratios=[_ratio(r) for r in row.ratios],
+            pvalue=_pvalue(row.pvalue),
+        )
+        named = [(n, s) for n, s in zip(names, found, strict=True) if s is not None]
+        if draw and len(named) > 1:  # one run alone is no comparison
+            view.chart = charts.overlay_svg(f"{row.case} {row.label}", named)
+        rows.append(view)
+    views = [run_view(r, details=False, draw=False) for r in runs]
+    return ComparisonView(
+        title="rtbench comparison: " + " vs ".join(names),
+        indicator=comparison.indicator,
+        runs=views,
+        rows=rows,
+        machine_diff=machine_diff(views),
+    )
+
+
+def machine_diff(views: list[RunView]) -> list[tuple[str, list[str]]]:
+    """The metadata rows (agent hello, host probe) whose values differ
+    between the runs: what changed besides the figures."""
+    tables = [
+        dict([*v.target_rows, *((f"host.{k}", val) for k, val in v.machine_rows)]) for v in views
+    ]
+    keys = list(dict.fromkeys(k for t in tables for k in t))
+    rows = [(k, [t.get(k, "-") for t in tables]) for k in keys]
+    return [(k, vals) for k, vals in rows if len(set(vals)) > 1]
+
+
+# Jinja helpers shared by both renderers.
+FILTERS: dict[str, Callable[..., str]] = {"fmt": fmt, "stars": stars, "pointkey": point_key}
+
+
+def render(runs: list[Run], indicator: str, ext: str, **options: Any) -> str:
+    """A run report for one run, a comparison for more, from the templates
+    run.EXT.j2 / compare.EXT.j2; `options` configure the Jinja environment
+    (escaping), which is what differs between HTML and Markdown."""
+    if not runs:
+        raise ValueError("a report needs at least one run")
+    env = Environment(
+        loader=PackageLoader("rtbench.reports", "templates"),
+        undefined=StrictUndefined,  # a typo in a template fails, not blanks
+        trim_blocks=True,
+        lstrip_blocks=True,
+        **options,
+    )
+    env.filters.update(FILTERS)
+    env.globals.update(version=__version__, severe_codes=SEVERE, columns=STAT_COLUMNS)
+    draw = ext == "html"  # charts are for the HTML report only
+    if len(runs) == 1:
+        view = run_view(runs[0], draw=draw)
+        return env.get_template(f"run.{ext}.j2").render(v=view, title=view.title)
+    cmp = comparison_view(runs, indicator, draw=draw)
+    return env.get_template(f"compare.{ext}.j2").render(v=cmp, title=cmp.title)

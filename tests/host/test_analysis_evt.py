@@ -1,0 +1,66 @@
+"""Known-answer tests of the extreme-value worst-case estimate: a known tail
+is recovered, Gumbel parameters are recovered, and poor or impossible fits
+give no estimate."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from rtbench.analysis.evt import MIN_BLOCKS, block_maxima, default_block_size, worst_case
+
+
+def test_exponential_tail_is_recovered() -> None:
+    # P(X > x) = exp(-(x - 1000) / 100): the latency at p is 1000 + 100 ln(1/p)
+    x = (np.random.default_rng(3).exponential(100, 200_000) + 1000).astype(np.int64)
+    r = worst_case(x, (1e-6, 1e-9))
+    assert r.valid, r.verdict
+    assert r.gof_pvalue is not None and r.gof_pvalue >= 0.05
+    assert abs(r.params["shape_xi"]) < 0.1  # exponential tails give Gumbel maxima
+    for p in (1e-6, 1e-9):
+        truth = 1000 + 100 * math.log(1 / p)
+        assert r.estimates[p] == pytest.approx(truth, rel=0.05), p
+    assert r.estimates[1e-9] > r.estimates[1e-6] > x.max() * 0.9
+    assert "estimate" in r.verdict and "not a guarantee" in r.verdict
+
+
+def test_gumbel_parameters_are_recovered() -> None:
+    g = sps.gumbel_r.rvs(loc=5000, scale=300, size=3000, random_state=np.random.default_rng(4))
+    r = worst_case(np.round(g).astype(np.int64), block_size=1)
+    assert r.valid, r.verdict
+    assert r.params["loc_ns"] == pytest.approx(5000, rel=0.01)
+    assert r.params["scale_ns"] == pytest.approx(300, rel=0.08)
+    assert abs(r.params["shape_xi"]) < 0.06
+
+
+def test_a_poor_fit_gives_no_estimate() -> None:
+    rng = np.random.default_rng(5)
+    y = rng.normal(1000, 10, 100_000).astype(np.int64)
+    for b in range(len(y) // 200):  # half the blocks hold one huge spike: bimodal maxima
+        if rng.random() < 0.5:
+            y[b * 200 + rng.integers(200)] = 100_000 + rng.integers(100)
+    r = worst_case(y, block_size=200)
+    assert not r.valid and r.estimates == {}
+    assert r.verdict.startswith("no estimate: the GEV fit") and "poor" in r.verdict
+    assert r.gof_pvalue is not None and r.gof_pvalue < 0.05
+
+
+def test_too_few_blocks_constant_maxima_and_infinite_mean_give_no_estimate() -> None:
+    r = worst_case(np.arange(1000, dtype=np.int64))
+    assert not r.valid and f"at least {MIN_BLOCKS}" in r.verdict and r.n_blocks == 10
+    r = worst_case(np.full(10_000, 7, dtype=np.int64))
+    assert not r.valid and "same value" in r.verdict
+    # Pareto with alpha 0.8: maxima are Frechet with shape 1/0.8 = 1.25 >= 1
+    pareto = (np.random.default_rng(6).pareto(0.8, 100_000) * 1000 + 1000).astype(np.int64)
+    r = worst_case(pareto)
+    assert not r.valid and "too heavy" in r.verdict, r.verdict
+
+
+def test_block_maxima_and_default_block_size() -> None:
+    v = np.arange(10, dtype=np.int64)
+    assert block_maxima(v, 3).tolist() == [2, 5, 8]  # the partial last block is dropped
+    assert default_block_size(1000) == 100
+    assert default_block_size(100_000_000) == 200_000
