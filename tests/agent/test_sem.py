@@ -6,14 +6,12 @@ each timed interval that contains one call. No absolute time is asserted."""
 from __future__ import annotations
 
 import os
-import resource
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import drop_privileges, public_copy
 
 D = 200_000  # ns: far above a semaphore call or switch here, far below a test's patience
 
@@ -136,26 +134,11 @@ def test_contention_warns_when_priorities_run_out(test_agent: Path, run_agent) -
 
 # ---- without real-time priority ---------------------------------------------
 
-NOBODY = 65534
-
-
-def _drop_privileges() -> None:
-    resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))
-    os.setgroups([])
-    os.setresgid(NOBODY, NOBODY, NOBODY)
-    os.setresuid(NOBODY, NOBODY, NOBODY)
-
 
 @pytest.fixture(scope="module")
 def public_test_agent(test_agent: Path) -> Iterator[Path]:
-    """A copy `nobody` can execute, wherever the build lives."""
-    d = Path(tempfile.mkdtemp(prefix="rtbench-sem-nobody-", dir="/tmp"))
-    d.chmod(0o755)
-    exe = d / test_agent.name
-    shutil.copy2(test_agent, exe)
-    exe.chmod(0o755)
-    yield exe
-    shutil.rmtree(d, ignore_errors=True)
+    with public_copy(test_agent) as exe:
+        yield exe
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
@@ -163,7 +146,7 @@ def test_without_realtime_priority_checks_say_error(public_test_agent: Path, run
     r = run_agent(
         public_test_agent,
         ["SEM-B-REL", "SEM-B-LCK", "SEM-TAKE:iterations=200"],
-        preexec=_drop_privileges,
+        preexec=drop_privileges,
     )
     assert not r.run.realtime
     assert verdicts(r, "SEM-B-REL") == {"release_order": "error"}

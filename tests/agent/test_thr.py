@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import json
 import os
-import resource
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from helpers import drop_privileges, public_copy
 
 D = 200_000  # ns: far above this machine's switch and create times
 # Above the default 80 that other agents on a shared test machine use on the
@@ -233,26 +231,11 @@ def test_scheduler_lock_is_unsupported_with_its_reason(test_agent: Path, run_age
 
 # ---- without real-time priority ------------------------------------------
 
-NOBODY = 65534
-
-
-def drop_privileges() -> None:
-    resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))
-    os.setgroups([])
-    os.setresgid(NOBODY, NOBODY, NOBODY)
-    os.setresuid(NOBODY, NOBODY, NOBODY)
-
 
 @pytest.fixture
 def public_agent(agent: Path) -> Iterator[Path]:
-    """A copy `nobody` can execute, wherever the checkout lives."""
-    d = Path(tempfile.mkdtemp(prefix="rtbench-nobody-", dir="/tmp"))
-    d.chmod(0o755)
-    exe = d / agent.name
-    shutil.copy2(agent, exe)
-    exe.chmod(0o755)
-    yield exe
-    shutil.rmtree(d)
+    with public_copy(agent) as exe:
+        yield exe
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import rtbench
 
 from rtbench.stream import parse_file
 
@@ -19,23 +20,20 @@ CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 FAST = ["-c", "CAL-REF", "-c", "SEM-*", "--set", "SEM-SHF.duration_ms=50"]
 
 
-def rtbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rtbench.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
 def test_run_stores_and_shows(db: Path, tmp_path: Path, agent: Path) -> None:
     saved = tmp_path / "run.rtb"
     r = rtbench("run", *FAST, "--label", "kernel=<b>x</b>", "--save-stream", str(saved))
     assert r.returncode == 0, r.stdout + r.stderr
-    for pattern in (r"Figures \(µs\)", r"CAL-REF\s+│ t_std", r"SEM-SHF\s+│ give_to_run",
-                    r"T_std = \d+\.\d+ µs", r"pass\s+SEM-SHF order", r"Result: passed",
-                    r"stored as run 1", r"labels: kernel=<b>x</b>"):
+    for pattern in (
+        r"Figures \(µs\)",
+        r"CAL-REF\s+│ t_std",
+        r"SEM-SHF\s+│ give_to_run",
+        r"T_std = \d+\.\d+ µs",
+        r"pass\s+SEM-SHF order",
+        r"Result: passed",
+        r"stored as run 1",
+        r"labels: kernel=<b>x</b>",
+    ):
         assert re.search(pattern, r.stdout), (pattern, r.stdout)
     assert parse_file(saved).issues == []  # the saved stream is the whole stream
 
@@ -63,8 +61,9 @@ def test_runs_on_an_empty_store(db: Path) -> None:
         (["--label", "novalue", "-c", "CAL-REF"], r"--label 'novalue': write KEY=VALUE"),
     ],
 )
-def test_run_rejects_bad_input_before_measuring(db: Path, agent: Path, args: list[str],
-                                                 message: str) -> None:
+def test_run_rejects_bad_input_before_measuring(
+    db: Path, agent: Path, args: list[str], message: str
+) -> None:
     r = rtbench("run", *args)
     assert r.returncode == 2
     assert re.search(message, r.stderr), r.stderr
@@ -150,9 +149,21 @@ def _alive(pids: set[int]) -> bool:
 
 def _start_long_run() -> tuple[subprocess.Popen[str], set[int]]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rtbench.cli", "run", "-c", "THR-SW",
-         "--set", "THR-SW.duration_ms=4000", "--set", "THR-SW.n=2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "rtbench.cli",
+            "run",
+            "-c",
+            "THR-SW",
+            "--set",
+            "THR-SW.duration_ms=4000",
+            "--set",
+            "THR-SW.n=2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert _wait_for(lambda: _agents(proc.pid)), "the agent never started"
     agents = set(_agents(proc.pid))

@@ -5,45 +5,33 @@ agent runs as `nobody` with RLIMIT_RTPRIO 0."""
 from __future__ import annotations
 
 import os
-import resource
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import drop_privileges, public_copy
 from rich.console import Console
 
 from rtbench.reports.terminal import render_run
 from rtbench.session import collect
 from rtbench.transports import LocalTransport
 
-NOBODY = 65534
-CASES = ["CAL-TIMER:reads=2000:rounds=100", "CAL-REF:repeats=20", "THR-SW:n=2,5:duration_ms=50",
-         "SEM-SHF:duration_ms=50"]
+CASES = [
+    "CAL-TIMER:reads=2000:rounds=100",
+    "CAL-REF:repeats=20",
+    "THR-SW:n=2,5:duration_ms=50",
+    "SEM-SHF:duration_ms=50",
+]
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
 
 
-def drop_privileges() -> None:
-    resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))
-    os.setgroups([])
-    os.setresgid(NOBODY, NOBODY, NOBODY)
-    os.setresuid(NOBODY, NOBODY, NOBODY)
-
-
 @pytest.fixture(scope="module")
 def public_agent(agent: Path) -> Iterator[Path]:
-    """A copy `nobody` can execute, wherever the checkout lives."""
-    d = Path(tempfile.mkdtemp(prefix="rtbench-nobody-", dir="/tmp"))
-    d.chmod(0o755)
-    exe = d / agent.name
-    shutil.copy2(agent, exe)
-    exe.chmod(0o755)
-    yield exe
-    shutil.rmtree(d)
+    with public_copy(agent) as exe:
+        yield exe
 
 
 def test_unprivileged_run_completes_flagged(public_agent: Path, tmp_path: Path) -> None:
@@ -73,9 +61,21 @@ def test_unprivileged_run_completes_flagged(public_agent: Path, tmp_path: Path) 
 
     # the same, stored and shown through the CLI
     env = {**os.environ, "RTBENCH_DB": str(tmp_path / "db.sqlite")}
-    r = subprocess.run([sys.executable, "-m", "rtbench.cli", "ingest", str(saved)],
-                       capture_output=True, text=True, env=env, check=False, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "rtbench.cli", "ingest", str(saved)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
     assert "NOT REAL-TIME" in r.stdout, r.stdout + r.stderr
-    r = subprocess.run([sys.executable, "-m", "rtbench.cli", "runs"], capture_output=True,
-                       text=True, env=env, check=False, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "rtbench.cli", "runs"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=60,
+    )
     assert "│ no" in r.stdout

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import rtbench
 
 from rtbench.trace import snapshot
 from rtbench.trace.tracefs import TRACEFS, kernel_has_tracefs, toplevel_lock
@@ -26,16 +27,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 FAST = ["-c", "CAL-REF", "-c", "SEM-SHF", "--set", "SEM-SHF.duration_ms=100"]
-
-
-def rtbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rtbench.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 @pytest.fixture(autouse=True)
