@@ -32,11 +32,13 @@ typedef struct trial {
     int64_t lost;
 } trial;
 
-static void emit_one(rtb_ctx *ctx, const char *name, rtb_time period, int64_t value)
+static void emit_one(rtb_ctx *ctx, const char *name, const char *unit, rtb_time period,
+                     int64_t value)
 {
     rtb_series s;
     if (rtb_series_init(&s, name, 1) != RTB_OK)
         return;
+    s.unit = unit;
     if (period)
         rtb_series_set_point(&s, "period_ns", period);
     rtb_series_push(&s, value);
@@ -52,8 +54,8 @@ static int64_t try_period(rtb_ctx *ctx, rtb_time period, size_t count, irq_lat_o
     if (rc != RTB_OK)
         return rc;
     int64_t lost = out->overruns + (int64_t)out->missing;
-    emit_one(ctx, "losses", period, lost);
-    emit_one(ctx, "delivered", period, (int64_t)out->handled);
+    emit_one(ctx, "losses", "count", period, lost);
+    emit_one(ctx, "delivered", "count", period, (int64_t)out->handled);
     return lost;
 }
 
@@ -119,7 +121,7 @@ static rtb_result run(rtb_ctx *ctx)
                        irq_mechanism(ctx, IRQ_TIMER), out.where, count, list);
         return RTB_FAILED;
     }
-    emit_one(ctx, "sustained_period", 0, good);
+    emit_one(ctx, "sustained_period", "ns", 0, good);
     rtb_emit_check(ctx, "sustained_period", true,
                    "%s; handler on a blocked thread on CPU %d: shortest period without a lost event "
                    "%lld ns (%.0f events/s) over %zu events%s (tried %s)",

@@ -105,6 +105,7 @@ void rtb_hist_add(rtb_hist *h, int64_t v);
 
 typedef struct rtb_series {
     const char *name;
+    const char *unit;       /* "ns" (the default) or "count": never a count called ns */
     const char *point_key;  /* sweep coordinate name, or NULL */
     int64_t point_value;
     int64_t *v;             /* preallocated, prefaulted */

@@ -51,7 +51,7 @@ static void series_keys(rtb_json *j, const rtb_ctx *ctx, const rtb_series *s)
         rtb_json_i64(j, s->point_key, s->point_value);
         rtb_json_obj_end(j);
     }
-    rtb_json_str(j, "unit", "ns");
+    rtb_json_str(j, "unit", s->unit ? s->unit : "ns");
 }
 
 static void exact_keys(rtb_json *j, const rtb_hist *h)

@@ -8,6 +8,7 @@ int rtb_series_init(rtb_series *s, const char *name, size_t cap)
 {
     memset(s, 0, sizeof *s);
     s->name = name;
+    s->unit = "ns";
     s->cap = cap;
     if (cap) {
         s->v = malloc(cap * sizeof *s->v);

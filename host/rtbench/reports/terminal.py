@@ -9,6 +9,7 @@ from rich.text import Text
 
 from rtbench.analysis.stats import score, series_stats
 from rtbench.model import Run
+from rtbench.reports.content import fmt
 
 # Cases whose published method filters gross errors (catalogue: Analysis).
 SIGMA3_CASES = {"THR-SW"}
@@ -23,9 +24,7 @@ _VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "bold red"}
 
 
 def us(ns: float | None) -> str:
-    if ns is None:
-        return "-"
-    return f"{ns / 1000:.3f}"
+    return fmt(ns, "ns")
 
 
 def _header(run: Run, console: Console) -> None:
@@ -80,17 +79,19 @@ def _figures(run: Run) -> Table:
                 flags.append(f"[yellow]lost {s.holes}[/yellow]")
             filt = "-"
             if st.filtered_max is not None:
-                filt = f"{us(st.filtered_max)} (-{st.filtered_out})"
-            sc = score(s.mean, run)
+                filt = f"{fmt(st.filtered_max, s.unit)} (-{st.filtered_out})"
+            sc = score(s.mean, run) if s.unit == "ns" else None
             rows.append(
                 [
                     c.case,
                     Text(s.label),
                     str(s.n),
-                    us(s.min),
-                    us(s.mean),
-                    us(st.pct.get(99.0)),
-                    Text(us(s.max), style="bold"),
+                    fmt(s.min, s.unit),
+                    fmt(s.mean, s.unit),
+                    fmt(st.pct.get(99.0), s.unit),
+                    Text(
+                        fmt(s.max, s.unit) + ("" if s.unit == "ns" else f" {s.unit}"), style="bold"
+                    ),
                     filt,
                     f"{sc:.3f}" if sc is not None else "-",
                     " ".join(flags),
