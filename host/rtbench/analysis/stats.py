@@ -31,6 +31,9 @@ import numpy.typing as npt
 
 from rtbench.model import Histogram, Int64Array, Run, Series
 
+# Cases whose published method filters gross errors (catalogue: Analysis).
+SIGMA3_CASES = frozenset({"THR-SW"})
+
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 # Names of the indicators a criteria file, a comparison or an export uses.
 PCT_NAMES = {q: f"p{q:g}" for q in PERCENTILES}

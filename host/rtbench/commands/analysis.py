@@ -25,14 +25,21 @@ from rtbench.analysis.determinism import curves
 from rtbench.analysis.evt import DEFAULT_PROBABILITIES, worst_case
 from rtbench.analysis.rating import Rubric, RubricError, load_rubric, overall_rating, rate_run
 from rtbench.analysis.scores import composite_parts, composite_score, is_time_series
-from rtbench.analysis.stats import INDICATORS, PCT_NAMES, PERCENTILES, has_all_samples, series_stats
+from rtbench.analysis.stats import (
+    INDICATORS,
+    PCT_NAMES,
+    PERCENTILES,
+    SIGMA3_CASES,
+    has_all_samples,
+    series_stats,
+)
 from rtbench.commands.common import EXIT, fail, open_store, out, parse_labels
 from rtbench.io.cyclictest import read_cyclictest
 from rtbench.io.export import read_json, write_csv, write_json
 from rtbench.io.junit import write_junit
 from rtbench.model import Run
 from rtbench.reference import figures_for
-from rtbench.reports.terminal import SIGMA3_CASES, render_run, us
+from rtbench.reports.terminal import render_run, us
 from rtbench.store import Store, StoreError, kernel_release
 
 _VERDICT_STYLE = {"passed": "green", "failed": "red", "error": "bold red"}

@@ -20,12 +20,11 @@ from rtbench.analysis.determinism import Curve, curves
 from rtbench.analysis.evt import EvtResult, worst_case
 from rtbench.analysis.rating import Rating, overall_rating, rate_run
 from rtbench.analysis.scores import Score, composite_score, indicator_scores
-from rtbench.analysis.stats import PCT_NAMES, Stats, has_all_samples, series_stats
+from rtbench.analysis.stats import PCT_NAMES, SIGMA3_CASES, Stats, has_all_samples, series_stats
 from rtbench.model import CaseResult, Check, Run, Series, StreamIssue, Warning, point_key
 from rtbench.reference import ReferenceFigure, figures_for
 from rtbench.reports import charts
 from rtbench.reports.jitter import JitterTable, jitter_series, jitter_table
-from rtbench.reports.terminal import SIGMA3_CASES
 
 STAT_COLUMNS = ("n", "min", "mean", "stddev", *PCT_NAMES.values(), "max")
 # Warning codes shown in red: the figures they concern say little or nothing.

@@ -7,12 +7,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from rtbench.analysis.stats import score, series_stats
+from rtbench.analysis.stats import SIGMA3_CASES, score, series_stats
 from rtbench.model import Run
 from rtbench.reports.content import fmt
-
-# Cases whose published method filters gross errors (catalogue: Analysis).
-SIGMA3_CASES = {"THR-SW"}
 
 _OUTCOME_STYLE = {
     "passed": "green",
