@@ -126,3 +126,10 @@ def test_bad_arguments_are_clear_errors(agent: Path, run_agent, args, message) -
     assert r.code == 2
     assert re.search(message, r.stderr), r.stderr
     assert r.parsed.records == []  # nothing ran
+
+
+def test_counts_are_not_called_nanoseconds(agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+    r = run_agent(agent, ["IRQ-SUS:count=300:duration_ms=2000", "CAL-REF:repeats=10"])
+    units = {(s.case, s.name): s.unit for c in r.run.cases for s in c.series}
+    assert units[("IRQ-SUS", "losses")] == units[("IRQ-SUS", "delivered")] == "count"
+    assert units[("IRQ-SUS", "sustained_period")] == units[("CAL-REF", "t_std")] == "ns"
