@@ -13,8 +13,21 @@
 #include <string.h>
 
 #include "rtb.h"
+#include "../loads/load.h"
 
 #define MAX_RUN 64
+#define MAX_CPUS 1024
+
+/* The background load every case runs under (--load), as validated. */
+typedef struct load_plan {
+    const char *text; /* as given: "mixed", "cpu:prio=90,io" */
+    rtb_load_spec specs[RTB_LOAD_MAX_KINDS];
+    int n;
+    int cpus[MAX_CPUS], ncpus; /* --load-cpus */
+    char cpus_text[256];
+    int threads; /* --load-threads; 0: one per load CPU */
+    bool pinned; /* case threads on --cpu (false: --no-pin) */
+} load_plan;
 
 typedef struct planned {
     const rtb_case *c;
@@ -103,6 +116,12 @@ static void usage(FILE *f)
             "  --max-samples N    samples buffered per series (default 1000000)\n"
             "  --deadline-slack MS  added to each case's hard deadline (default 20000)\n"
             "  --trace-marker PATH  write case begin/end marks there (tracefs trace_marker)\n"
+            "  --no-pin           do not pin case threads to the measurement CPU\n"
+            "  --load SPEC        background load during every case (default none);\n"
+            "                     SPEC = KIND[:name=value...][,KIND...], see below\n"
+            "  --load-cpus LIST   CPUs for the load threads, e.g. 0-2,5 (default: all)\n"
+            "  --load-threads N   threads per load kind (default: one per load CPU)\n"
+            "  --dry-run          check the options and cases, run nothing (exit 0 or 2)\n"
 #ifdef RTB_TEST_HOOKS
             "  --inject SITE=NS   test builds: inject a fault (yield_delay, give_delay,\n"
             "                     sem_noblock, ref_delay, ignore_stop,\n"
@@ -110,6 +129,7 @@ static void usage(FILE *f)
             "                     mutex_nopi)\n"
 #endif
     );
+    rtb_load_help(f);
 }
 
 static void list_cases(void)
@@ -177,7 +197,8 @@ static bool plan(const char *arg, planned *p)
 }
 
 static void hello(rtb_stream *s, const rtb_options *o, const rtb_port_info *pi,
-                  const rtb_timing_info *ti, const planned *run, int nrun, bool tracing)
+                  const rtb_timing_info *ti, const planned *run, int nrun, bool tracing,
+                  const load_plan *lp)
 {
     rtb_json *j = rtb_rec_begin(s, "hello");
     rtb_json_i64(j, "format", RTB_STREAM_FORMAT);
@@ -230,6 +251,10 @@ static void hello(rtb_stream *s, const rtb_options *o, const rtb_port_info *pi,
     rtb_json_bool(j, "samples", o->samples);
     rtb_json_u64(j, "max_samples", o->max_samples);
     rtb_json_bool(j, "trace_marker", tracing);
+    rtb_json_bool(j, "pinned", lp->pinned);
+    rtb_json_str(j, "load", lp->text);
+    rtb_json_str(j, "load_cpus", lp->cpus_text);
+    rtb_json_i64(j, "load_threads", lp->threads ? lp->threads : lp->ncpus);
     rtb_json_arr(j, "cases");
     for (int i = 0; i < nrun; i++)
         rtb_json_str(j, NULL, run[i].c->id);
@@ -238,7 +263,54 @@ static void hello(rtb_stream *s, const rtb_options *o, const rtb_port_info *pi,
     rtb_rec_end(s);
 }
 
-static rtb_result run_case(rtb_ctx *ctx, watchdog *wd, const planned *p)
+/* Loads start before a case's measured section and stop after it on every
+ * path; each kind then says in a check whether it really ran. */
+static bool start_loads(rtb_ctx *ctx, const load_plan *lp, rtb_time budget, rtb_load **loads)
+{
+    rtb_load_place place = {.cpus = lp->cpus, .ncpus = lp->ncpus, .threads = lp->threads,
+                            .max_ms = budget / 1000000};
+    for (int i = 0; i < lp->n; i++) {
+        char err[512];
+        if (rtb_load_begin(&loads[i], &lp->specs[i], &place, err, sizeof err) != RTB_OK) {
+            rtb_emit_check_error(ctx, "load", "%s", err);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void stop_loads(rtb_ctx *ctx, const load_plan *lp, rtb_load **loads, rtb_result *r)
+{
+    for (int i = 0; i < lp->n; i++) {
+        if (!loads[i])
+            continue; /* threads=0, or never started */
+        char what[256], name[32];
+        rtb_load_describe(loads[i], what, sizeof what);
+        snprintf(name, sizeof name, "load_%s", rtb_load_kind_name(&lp->specs[i]));
+        rtb_load_stats st;
+        if (rtb_load_stop(loads[i], rtb_clock_now() + 10000000000LL, &st) != RTB_OK) {
+            rtb_emit_check_error(ctx, name, "%s: a load thread did not stop", what);
+            *r = RTB_ERROR;
+        } else if (st.ops_min > 0) {
+            char least[64] = "";
+            if (st.threads > 1)
+                snprintf(least, sizeof least, ", the least busy thread %llu",
+                         (unsigned long long)st.ops_min);
+            rtb_emit_check(ctx, name, true, "%s: %llu %s%s", what,
+                           (unsigned long long)st.ops_total, st.unit, least);
+        } else {
+            /* Not the OS failing: the figures were not (all) taken under load. */
+            rtb_emit_check_error(ctx, name, "%s: %llu %s; %s", what,
+                                 (unsigned long long)st.ops_total, st.unit,
+                                 st.ops_total ? "a thread never completed one (its CPU was "
+                                                "held at a higher priority all along)"
+                                              : "the load never ran");
+        }
+        loads[i] = NULL;
+    }
+}
+
+static rtb_result run_case(rtb_ctx *ctx, watchdog *wd, const planned *p, const load_plan *lp)
 {
     ctx->cur = p->c;
     ctx->pv = &p->pv;
@@ -251,6 +323,7 @@ static rtb_result run_case(rtb_ctx *ctx, watchdog *wd, const planned *p)
     rtb_params_write(j, p->c, &p->pv);
     rtb_json_i64(j, "cpu", ctx->opt->cpu);
     rtb_json_i64(j, "priority", ctx->opt->priority);
+    rtb_json_str(j, "load", lp->text);
     rtb_json_obj_end(j);
     rtb_json_i64(j, "deadline_ms", budget / 1000000);
     rtb_rec_end(ctx->stream);
@@ -258,10 +331,14 @@ static rtb_result run_case(rtb_ctx *ctx, watchdog *wd, const planned *p)
     char mark[96];
     snprintf(mark, sizeof mark, "rtbench begin %s seq=%llu\n", p->c->id,
              (unsigned long long)ctx->stream->seq);
-    rtb_trace_mark(mark);
     rtb_result r = RTB_UNSUPPORTED;
+    rtb_load *loads[RTB_LOAD_MAX_KINDS] = {0};
+    bool loaded = p->c->unsupported || start_loads(ctx, lp, budget, loads);
+    rtb_trace_mark(mark);
     rtb_time t0 = ctx->started = rtb_clock_now();
-    if (!p->c->unsupported) {
+    if (!loaded) {
+        r = RTB_ERROR;
+    } else if (!p->c->unsupported) {
         if (!ctx->port->realtime)
             rtb_warn(ctx, "not_realtime", "%s: figures measured without real-time priority",
                      ctx->port->rt_detail);
@@ -276,15 +353,58 @@ static rtb_result run_case(rtb_ctx *ctx, watchdog *wd, const planned *p)
     }
     snprintf(mark, sizeof mark, "rtbench end %s\n", p->c->id);
     rtb_trace_mark(mark);
+    stop_loads(ctx, lp, loads, &r);
     static const char *const names[] = {"passed", "failed", "error", "unsupported"};
     j = rtb_rec_begin(ctx->stream, "end");
     rtb_json_str(j, "case", p->c->id);
     rtb_json_str(j, "result", names[r]);
     rtb_json_i64(j, "duration_ns", rtb_clock_now() - t0);
-    rtb_json_str(j, "reason", p->c->unsupported ? p->c->unsupported : "");
+    rtb_json_str(j, "reason", p->c->unsupported ? p->c->unsupported
+                              : loaded            ? ""
+                                                  : "the background load could not start");
     rtb_rec_end(ctx->stream);
     ctx->cur = NULL;
     return r;
+}
+
+/* "0-2,5" -> lp->cpus; NULL: every CPU. */
+static bool parse_cpus(const char *text, int count, load_plan *lp)
+{
+    lp->ncpus = 0;
+    if (!text) {
+        for (int c = 0; c < count && c < MAX_CPUS; c++)
+            lp->cpus[lp->ncpus++] = c;
+        snprintf(lp->cpus_text, sizeof lp->cpus_text, "0-%d", count - 1);
+        return true;
+    }
+    snprintf(lp->cpus_text, sizeof lp->cpus_text, "%s", text);
+    bool seen[MAX_CPUS] = {false};
+    const char *p = text;
+    while (*p) {
+        char *end;
+        long lo = strtol(p, &end, 10), hi = lo;
+        if (end == p)
+            return false;
+        if (*end == '-') {
+            p = end + 1;
+            hi = strtol(p, &end, 10);
+            if (end == p)
+                return false;
+        }
+        if (lo < 0 || hi < lo || hi >= count || hi >= MAX_CPUS)
+            return false;
+        for (long c = lo; c <= hi; c++)
+            if (!seen[c]) {
+                seen[c] = true;
+                lp->cpus[lp->ncpus++] = (int)c;
+            }
+        p = end;
+        if (*p == ',' && *++p == '\0')
+            return false;
+        if (*p && !(*p >= '0' && *p <= '9'))
+            return false;
+    }
+    return lp->ncpus > 0;
 }
 
 int main(int argc, char **argv)
@@ -295,10 +415,18 @@ int main(int argc, char **argv)
         {"max-samples", required_argument, NULL, 'm'}, {"inject", required_argument, NULL, 'i'},
         {"deadline-slack", required_argument, NULL, 'd'},
         {"trace-marker", required_argument, NULL, 't'},
+        {"load", required_argument, NULL, 'L'}, {"load-cpus", required_argument, NULL, 'C'},
+        {"load-threads", required_argument, NULL, 'T'}, {"no-pin", no_argument, NULL, 'P'},
+        {"dry-run", no_argument, NULL, 'n'},
         {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
+    /* Not for users: the stress load starts its guardian this way. */
+    if (argc > 1 && strcmp(argv[1], "--load-guard") == 0)
+        return rtb_load_guard(argc - 2, argv + 2);
     rtb_options opt = {.cpu = -1, .priority = 80, .samples = true, .max_samples = 1000000,
                        .deadline_slack_ms = 20000};
-    const char *trace_marker = NULL;
+    const char *trace_marker = NULL, *load_cpus = NULL;
+    bool dry_run = false;
+    static load_plan lp = {.text = "none", .pinned = true};
     int ch;
     while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (ch) {
@@ -309,6 +437,11 @@ int main(int argc, char **argv)
         case 'm': opt.max_samples = (size_t)strtoull(optarg, NULL, 10); break;
         case 'd': opt.deadline_slack_ms = strtoll(optarg, NULL, 10); break;
         case 't': trace_marker = optarg; break;
+        case 'L': lp.text = optarg; break;
+        case 'C': load_cpus = optarg; break;
+        case 'T': lp.threads = atoi(optarg); break;
+        case 'P': lp.pinned = false; break;
+        case 'n': dry_run = true; break;
         case 'i':
 #ifdef RTB_TEST_HOOKS
             if (rtb_inject_set(optarg) != RTB_OK) {
@@ -336,6 +469,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "rtbench-agent: --deadline-slack must be 100..86400000 ms\n");
         return 2;
     }
+    if (lp.threads < 0 || lp.threads > 64) {
+        fprintf(stderr, "rtbench-agent: --load-threads must be 0..64 (0: one per load CPU)\n");
+        return 2;
+    }
+    char lerr[768];
+    if (rtb_load_parse(lp.text, lp.specs, RTB_LOAD_MAX_KINDS, &lp.n, lerr, sizeof lerr) !=
+        RTB_OK) {
+        fprintf(stderr, "rtbench-agent: --load: %s\n", lerr);
+        return 2;
+    }
     static planned run[MAX_RUN];
     int nrun = 0;
     for (int i = optind; i < argc; i++) {
@@ -361,11 +504,22 @@ int main(int argc, char **argv)
                 pi.cpu_count - 1);
         return 2;
     }
+    if (!parse_cpus(load_cpus, pi.cpu_count, &lp)) {
+        fprintf(stderr, "rtbench-agent: --load-cpus '%s': write CPUs 0..%d as a list like "
+                "0-2,5\n", load_cpus, pi.cpu_count - 1);
+        return 2;
+    }
+    /* Unpinned case threads go wherever the scheduler puts them: cases
+     * pin to ctx->opt->cpu, and -1 means "any" to the port. */
+    if (!lp.pinned)
+        opt.cpu = -1;
+    if (dry_run)
+        return 0;
     rtb_timing_init(&ti);
     bool tracing = trace_marker && rtb_trace_open(trace_marker) == RTB_OK;
     static rtb_stream stream;
     rtb_stream_init(&stream, stdout);
-    hello(&stream, &opt, &pi, &ti, run, nrun, tracing);
+    hello(&stream, &opt, &pi, &ti, run, nrun, tracing, &lp);
 
     static rtb_ctx ctx;
     ctx.stream = &stream;
@@ -389,7 +543,7 @@ int main(int argc, char **argv)
 
     rtb_result worst = RTB_PASSED;
     for (int i = 0; i < nrun; i++) {
-        rtb_result r = run_case(&ctx, &wd, &run[i]);
+        rtb_result r = run_case(&ctx, &wd, &run[i], &lp);
         if (r == RTB_ERROR || (r == RTB_FAILED && worst == RTB_PASSED))
             worst = r;
     }

@@ -89,8 +89,14 @@ def agent_cases(exe: Path) -> dict[str, AgentCase]:
     return cases
 
 
+# Cases the host carries out by running others (no agent code of their own).
+HOST_CASES: dict[str, str] = {"JIT-AB": "rtbench ab"}
+
+
 def status(case_id: str, port_cases: dict[str, AgentCase]) -> tuple[str, str]:
     """(status, note) of a catalogue case on a port."""
+    if case_id in HOST_CASES:
+        return "implemented", f"on the host: {HOST_CASES[case_id]}"
     c = port_cases.get(case_id)
     if c is None:
         return "planned", ""

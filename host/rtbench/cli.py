@@ -15,7 +15,9 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from rtbench import __version__, catalogue, doctor, probe
+from rtbench.ab import load_args
 from rtbench.build import BuildError, ensure_agent
+from rtbench.commands import ab as ab_commands
 from rtbench.commands import analysis as analysis_commands
 from rtbench.commands import report as report_commands
 from rtbench.commands.common import EXIT, err, fail, open_store, out, parse_labels
@@ -132,6 +134,21 @@ def _finish(ctx: click.Context, run: Run, store_it: bool) -> None:
     help="Linux, root: record kernel events (tracefs) and add the in-kernel split "
     "(irq, tick, wake-up) to each case.",
 )
+@click.option(
+    "--load",
+    metavar="SPEC",
+    default=None,
+    help="Background load during every case: none, cpu, memory, kernel, io, irq, mixed, "
+    "stress[:ARGS], or a list like cpu:prio=90,io (docs/loads.md). Labels the run load=SPEC.",
+)
+@click.option("--load-cpus", metavar="LIST", default=None, help="CPUs of the load (default: all).")
+@click.option(
+    "--load-threads",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Threads per load kind (default: one per load CPU).",
+)
+@click.option("--no-pin", is_flag=True, help="Do not pin case threads to the measurement CPU.")
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -147,6 +164,10 @@ def run(
     save_stream: Path | None,
     no_store: bool,
     trace_kernel: bool,
+    load: str | None,
+    load_cpus: str | None,
+    load_threads: int | None,
+    no_pin: bool,
 ) -> None:
     """Run a suite (or chosen cases) on this machine, store and show it."""
     # Imported here: only `run --trace` needs the kernel-trace package.
@@ -166,6 +187,9 @@ def run(
         args.append(f"--cpu={cpu}")
     if no_samples:
         args.append("--no-samples")
+    args += load_args(load, load_cpus, load_threads, no_pin)
+    if load is not None:
+        label_map.setdefault("load", load)
     args += [p.agent_arg() for p in plan]
 
     machine = probe.probe_machine()
@@ -315,6 +339,7 @@ def doctor_cmd() -> None:
 
 analysis_commands.register(main)
 report_commands.register(main)
+ab_commands.register(main)
 
 if __name__ == "__main__":
     main()

@@ -77,7 +77,9 @@ def test_list_shows_the_catalogue(agent: Path) -> None:
     assert re.search(r"RSP-IO .*planned", r.stdout)
     listed = subprocess.run([str(agent), "--list"], capture_output=True, text=True, check=True)
     supported = [line for line in listed.stdout.splitlines() if '"supported":true' in line]
-    assert len(re.findall(r"implemented", r.stdout)) == len(supported)
+    host_only = 1  # JIT-AB: rtbench ab
+    assert len(re.findall(r"implemented", r.stdout)) == len(supported) + host_only
+    assert re.search(r"JIT-AB .*implemented \(on the host: rtbench ab\)", r.stdout)
     assert re.search(r"THR-LOCK .*unsupported \(POSIX", r.stdout)
 
 

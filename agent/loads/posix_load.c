@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The load engine on POSIX: threads placed round-robin over the load CPUs,
+ * at normal scheduling (SCHED_OTHER) unless a real-time priority was asked
+ * for, a private temporary folder for the kinds that write files, and a
+ * start that returns only once every thread is running. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "load_impl.h"
+
+const load_kind *const load_kinds[] = {&load_kind_cpu, &load_kind_memory, &load_kind_kernel,
+                                       &load_kind_io,  &load_kind_irq,    &load_kind_stress};
+const int load_nkinds = sizeof load_kinds / sizeof load_kinds[0];
+
+#define READY_TIMEOUT_NS 10000000000LL
+
+void load_ready(load_worker *w) { atomic_fetch_add(&w->load->ready, 1); }
+
+void load_fail(load_worker *w, const char *fmt, ...)
+{
+    static atomic_flag claimed; /* the first failure's words are enough */
+    if (!atomic_flag_test_and_set(&claimed)) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(w->load->fail_msg, sizeof w->load->fail_msg, fmt, ap);
+        va_end(ap);
+        atomic_flag_clear(&claimed);
+    }
+    atomic_fetch_add(&w->load->failed, 1);
+}
+
+/* Created at real-time priority 1 by the port when it has real-time: a
+ * normal-priority load drops to SCHED_OTHER before it does anything. */
+static void self_policy(const rtb_load *l)
+{
+    if (l->priority == 0) {
+        struct sched_param sp = {0};
+        pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+    }
+}
+
+static void entry(void *arg)
+{
+    load_worker *w = arg;
+    self_policy(w->load);
+    w->load->spec.kind->run(w);
+}
+
+typedef struct helper {
+    const rtb_load *load;
+    rtb_thread_fn fn;
+    void *arg;
+} helper;
+
+static void helper_entry(void *arg)
+{
+    helper h = *(helper *)arg;
+    free(arg);
+    self_policy(h.load);
+    h.fn(h.arg);
+}
+
+static rtb_thread_attr attr_of(const rtb_load *l, const char *name, int cpu)
+{
+    return (rtb_thread_attr){.name = name, .priority = l->priority ? l->priority : 1, .cpu = cpu,
+                             .stack_size = 256 * 1024};
+}
+
+int load_helper(load_worker *w, rtb_thread *th, rtb_thread_fn fn, void *arg)
+{
+    helper *h = malloc(sizeof *h);
+    if (!h)
+        return RTB_ENOMEM;
+    *h = (helper){w->load, fn, arg};
+    rtb_thread_attr a = attr_of(w->load, "load-helper", w->cpu);
+    int rc = rtb_thread_create(th, &a, helper_entry, h);
+    if (rc != RTB_OK)
+        free(h);
+    return rc;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+void load_remove_tree(const char *path) { nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+/* A zombie is gone too: orphans wait for an init that may be slow to reap. */
+static bool alive(int pid)
+{
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return false;
+    char path[64], stat[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return true; /* no /proc: kill() said it exists */
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *paren = strrchr(stat, ')');
+    return !(paren && paren[1] == ' ' && paren[2] == 'Z');
+}
+
+/* A folder (or file) left by an agent that was killed before it could
+ * clean up: the next load start removes it once its owner is gone. */
+static void sweep_stale(const char *base)
+{
+    DIR *d = opendir(base);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int pid;
+        char rest[32];
+        if (sscanf(e->d_name, "rtbench-load-%d-%31s", &pid, rest) != 2 || pid <= 0 ||
+            pid == getpid())
+            continue;
+        if (!alive(pid)) {
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", base, e->d_name);
+            load_remove_tree(path);
+        }
+    }
+    closedir(d);
+}
+
+const char *load_tmp_base(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    return tmp && *tmp ? tmp : "/tmp";
+}
+
+static int make_dir(rtb_load *l, char *err, size_t errcap)
+{
+    const char *base = load_tmp_base();
+    snprintf(l->dir, sizeof l->dir, "%s/rtbench-load-%d-XXXXXX", base, (int)getpid());
+    if (!mkdtemp(l->dir)) {
+        snprintf(err, errcap, "load %s: cannot create a folder in %s: %s", l->spec.kind->name,
+                 base, strerror(errno));
+        return RTB_EFAIL;
+    }
+    l->have_dir = true;
+    return RTB_OK;
+}
+
+static void release(rtb_load *l)
+{
+    if (l->have_dir)
+        load_remove_tree(l->dir);
+    free(l->w);
+    free(l);
+}
+
+static void stop_threads(rtb_load *l, rtb_time deadline, int *rc)
+{
+    atomic_store(&l->stop, true);
+    for (int i = 0; i < l->started; i++) {
+        int r = rtb_thread_join(&l->w[i].th, deadline);
+        if (r != RTB_OK)
+            *rc = r;
+    }
+}
+
+int rtb_load_stop(rtb_load *l, rtb_time deadline, rtb_load_stats *st)
+{
+    if (st)
+        *st = (rtb_load_stats){0};
+    if (!l)
+        return RTB_OK;
+    int rc = RTB_OK;
+    if (l->spec.kind->stop)
+        l->spec.kind->stop(l, deadline);
+    else
+        stop_threads(l, deadline, &rc);
+    if (st) {
+        st->unit = l->spec.kind->unit;
+        if (l->spec.kind->stop) {
+            st->threads = 1;
+            st->ops_total = st->ops_min = l->child_ms;
+        } else {
+            st->threads = l->started;
+            st->ops_min = l->started ? UINT64_MAX : 0;
+            for (int i = 0; i < l->started; i++) {
+                uint64_t ops = atomic_load(&l->w[i].ops);
+                st->ops_total += ops;
+                if (ops < st->ops_min)
+                    st->ops_min = ops;
+            }
+        }
+    }
+    /* A thread still running uses this memory: leave it (the run is about
+     * to end in error anyway). */
+    if (rc == RTB_OK)
+        release(l);
+    return rc;
+}
+
+int rtb_load_begin(rtb_load **out, const rtb_load_spec *spec, const rtb_load_place *place,
+                   char *err, size_t errcap)
+{
+    *out = NULL;
+    const load_kind *k = spec->kind;
+    int n = spec->threads >= 0 ? spec->threads
+            : place->threads > 0 ? place->threads
+            : place->ncpus > 0   ? place->ncpus
+                                 : 1;
+    if (n == 0 && !k->start)
+        return RTB_OK;
+    rtb_load *l = calloc(1, sizeof *l);
+    if (!l || (!k->start && !(l->w = calloc((size_t)n, sizeof *l->w)))) {
+        free(l);
+        snprintf(err, errcap, "load %s: no memory for %d threads", k->name, n);
+        return RTB_ENOMEM;
+    }
+    l->spec = *spec;
+    l->n = n;
+    l->priority = spec->priority;
+    for (int i = 0; i < place->ncpus && l->ncpus < (int)(sizeof l->cpus / sizeof *l->cpus); i++)
+        l->cpus[l->ncpus++] = place->cpus[i];
+    sweep_stale(load_tmp_base());
+    if (k->needs_dir && make_dir(l, err, errcap) != RTB_OK) {
+        release(l);
+        return RTB_EFAIL;
+    }
+    if (k->start) {
+        if (k->start(l, place, err, errcap) != RTB_OK) {
+            release(l);
+            return RTB_EFAIL;
+        }
+        *out = l;
+        return RTB_OK;
+    }
+    char name[16];
+    snprintf(name, sizeof name, "load-%s", k->name);
+    for (; l->started < n; l->started++) {
+        load_worker *w = &l->w[l->started];
+        *w = (load_worker){.load = l, .id = l->started,
+                           .cpu = place->ncpus ? place->cpus[l->started % place->ncpus] : -1};
+        rtb_thread_attr a = attr_of(l, name, w->cpu);
+        if (rtb_thread_create(&w->th, &a, entry, w) != RTB_OK) {
+            snprintf(err, errcap, "load %s: only %d of %d threads could be created", k->name,
+                     l->started, n);
+            rtb_load_stop(l, rtb_clock_now() + 5000000000LL, NULL);
+            return RTB_ENOMEM;
+        }
+    }
+    if (place->no_wait) {
+        *out = l;
+        return RTB_OK;
+    }
+    /* Measuring must not start before the load does. */
+    rtb_time until = rtb_clock_now() + READY_TIMEOUT_NS;
+    while (atomic_load(&l->ready) + atomic_load(&l->failed) < n && rtb_clock_now() < until)
+        rtb_sleep_until(rtb_clock_now() + 1000000);
+    int ready = atomic_load(&l->ready), failed = atomic_load(&l->failed);
+    if (ready < n) {
+        if (failed)
+            snprintf(err, errcap, "load %s: %s", k->name, l->fail_msg);
+        else
+            snprintf(err, errcap, "load %s: %d of %d threads not running after %lld s", k->name,
+                     n - ready, n, READY_TIMEOUT_NS / 1000000000LL);
+        rtb_load_stop(l, rtb_clock_now() + 5000000000LL, NULL);
+        return RTB_EFAIL;
+    }
+    /* Count from here: work done while starting is not work under the case. */
+    for (int i = 0; i < n; i++)
+        atomic_store(&l->w[i].ops, 0);
+    *out = l;
+    return RTB_OK;
+}
+
+void rtb_load_describe(const rtb_load *l, char *buf, size_t cap)
+{
+    if (l->spec.kind->start) {
+        snprintf(buf, cap, "stress-ng %s (pid %d, its own process group)",
+                 load_stress_args(&l->spec), l->pid);
+        return;
+    }
+    size_t len = (size_t)snprintf(buf, cap, "%d thread%s (", l->started,
+                                  l->started == 1 ? "" : "s");
+    if (len < cap)
+        len += (size_t)(l->priority ? snprintf(buf + len, cap - len, "real-time priority %d",
+                                               l->priority)
+                                    : snprintf(buf + len, cap - len, "SCHED_OTHER"));
+    if (len < cap && l->ncpus == 0)
+        len += (size_t)snprintf(buf + len, cap - len, ") on any CPU");
+    /* The CPUs the threads are on: fewer threads than CPUs use the first. */
+    int on = l->started < l->ncpus ? l->started : l->ncpus;
+    for (int i = 0; i < on && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%d",
+                                i ? "," : on > 1 ? ") on CPUs " : ") on CPU ", l->cpus[i]);
+}
+
+int rtb_load_start(rtb_load **out, const char *kind, int n, int cpu, int priority, char *err,
+                   size_t errcap)
+{
+    *out = NULL;
+    rtb_load_spec spec;
+    int nspec = 0;
+    if (rtb_load_parse(kind, &spec, 1, &nspec, err, errcap) != RTB_OK)
+        return RTB_EINVAL;
+    if (nspec != 1 || spec.kind->start) {
+        snprintf(err, errcap, "load '%s': one thread kind expected", kind);
+        return RTB_EINVAL;
+    }
+    spec.threads = n;
+    spec.priority = priority;
+    rtb_load_place place = {.cpus = &cpu, .ncpus = cpu >= 0, .threads = n, .no_wait = true};
+    return rtb_load_begin(out, &spec, &place, err, errcap);
+}

@@ -1,0 +1,137 @@
+"""End-to-end: a background load never outlives its run.
+
+`rtbench run --load mixed` (plus stress-ng where installed) is ended three
+ways in the middle of a case: Ctrl-C on the host, SIGKILL of the agent,
+SIGKILL of the host. Each time, within seconds, no process of that run may
+remain: not the agent, not a child it forked, not stress-ng or one of its
+workers. The run's processes are found by walking /proc for an environment
+marker that this test gives the host and every descendant inherits; unlike
+the parent chain it still finds a process whose parent died (it is then
+reparented), and it never matches another session's agents.
+
+Files: the io load's file is unnamed (O_TMPFILE) and vanishes with the
+process; stress-ng's folder is removed by its guardian; the kernel load's
+folder cannot be removed by an agent that is killed (the host's Ctrl-C ends
+the agent with SIGTERM, then SIGKILL, neither of which it catches). So no
+file may remain but the kernel load's transient one (a kill may land
+between its create and unlink), and the next load start removes the
+folders left behind, with that file."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+MARK = "RTBENCH_LOAD_TEST"
+LOAD = "mixed,stress" if shutil.which("stress-ng") else "mixed"
+
+
+def _ours(mark: str) -> dict[int, str]:
+    """pid -> command name of every live (not zombie) process carrying `mark`."""
+    want = f"{MARK}={mark}".encode()
+    found = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            env = (d / "environ").read_bytes()
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        if want in env.split(b"\0") and stat.rsplit(")", 1)[-1].split()[0] != "Z":
+            found[int(d.name)] = stat[stat.index("(") + 1 : stat.rindex(")")]
+    return found
+
+
+def _wait_for(pred: Callable[[], bool], timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _load_threads(pid: int) -> int:
+    n = 0
+    try:
+        for t in Path(f"/proc/{pid}/task").iterdir():
+            n += (t / "comm").read_text().startswith("load-")
+    except OSError:
+        pass
+    return n
+
+
+def _start(tmp: Path, mark: str) -> tuple[subprocess.Popen[str], int]:
+    """The host, and its agent once the load runs."""
+    env = {**os.environ, MARK: mark, "TMPDIR": str(tmp)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rtbench.cli", "run", "--load", LOAD, "-c", "THR-SW",
+         "--set", "THR-SW.duration_ms=4000", "--set", "THR-SW.n=2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+
+    def agent() -> int | None:
+        return next((p for p, c in _ours(mark).items() if c == "rtbench-agent"), None)
+
+    assert _wait_for(lambda: agent() is not None, 60), "the agent never started"
+    pid = agent()
+    assert pid is not None
+    assert _wait_for(lambda: _load_threads(pid) >= 5, 30), "the load never started"
+    if "stress" in LOAD:
+        assert _wait_for(lambda: "stress-ng" in " ".join(_ours(mark).values()), 10)
+    time.sleep(0.5)  # measuring under load
+    return proc, pid
+
+
+def _files(tmp: Path) -> list[Path]:
+    """Files left, but the kernel load's own: it creates and unlinks one
+    4 KiB file `k<thread>` over and over, and a kill may land in between."""
+    return [p for p in tmp.rglob("*")
+            if not p.is_dir() and not re.fullmatch(r"k\d+", p.name)]  # fmt: skip
+
+
+def _next_start_sweeps(agent: Path, tmp: Path) -> None:
+    p = subprocess.run([str(agent), "--load", "kernel:threads=1", "CAL-REF:repeats=10"],
+                       capture_output=True, env={**os.environ, "TMPDIR": str(tmp)},
+                       timeout=60, check=False)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("how", ["sigint_host", "sigkill_agent", "sigkill_host"])
+def test_nothing_of_a_loaded_run_survives(db: Path, agent: Path, tmp_path: Path, how: str) -> None:
+    mark = uuid.uuid4().hex
+    tmp = tmp_path / "tmp"  # the run's TMPDIR
+    tmp.mkdir()
+    proc, agent_pid = _start(tmp, mark)
+    before = _ours(mark)
+    assert agent_pid in before
+    try:
+        if how == "sigint_host":
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=60)
+            assert proc.returncode == 130
+        elif how == "sigkill_agent":
+            os.kill(agent_pid, signal.SIGKILL)
+            proc.communicate(timeout=60)  # the host notices and ends
+        else:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=30)
+        assert _wait_for(lambda: not _ours(mark), 10), (before, _ours(mark))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert _files(tmp) == []
+    _next_start_sweeps(agent, tmp)
