@@ -5,6 +5,7 @@
  * never be later than the observer's own next stamp (causality bounds the
  * skew between their counters). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/rtb.h"
 
@@ -88,7 +89,12 @@ static rtb_result cross_cpu(rtb_ctx *ctx, size_t rounds)
     rtb_thread_attr attr = rtb_attr(ctx, "cal-observer", 0);
     attr.cpu = other;
     rtb_thread th;
-    rtb_thread_create(&th, &attr, observer, &p);
+    if (rtb_thread_create(&th, &attr, observer, &p) != RTB_OK) {
+        rtb_emit_check_error(ctx, "cross_cpu", "cannot start the observer on CPU %d", other);
+        rtb_series_free(&fwd);
+        rtb_series_free(&back);
+        return RTB_ERROR;
+    }
     for (size_t r = 0; r < rounds; r++) {
         atomic_store(&p.stamp, rtb_ts_now());
         atomic_store_explicit(&p.turn, 1, memory_order_release);
@@ -132,6 +138,7 @@ static rtb_result run(rtb_ctx *ctx)
         rtb_emit_check_error(ctx, "buffer", "no memory for %zu reads", n);
         return RTB_ERROR;
     }
+    memset(buf, 0, n * sizeof *buf); /* fault it in now, not between two reads */
     rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
     rtb_result r = RTB_PASSED;
     size_t back = read_deltas(ctx, &s, buf, n, false);

@@ -97,6 +97,22 @@ typedef struct irq_spin_out {
     char where[160];
 } irq_spin_out;
 
+/* The parameters after IRQ_SOURCE_PARAM that IRQ-DLT and IRQ-TLT share. */
+#define IRQ_SPIN_PARAMS                                                                       \
+    {.name = "count", .help = "events per source", .def = {5000}, .ndef = 1, .min = 10,       \
+     .max = 100000000},                                                                       \
+    {.name = "period_us", .help = "event period (timer and raiser)", .def = {1000}, .ndef = 1, \
+     .min = 10, .max = 1000000}
+
+/* One source's measurement in a spinning case. */
+typedef rtb_result (*irq_spin_source_fn)(rtb_ctx *ctx, int source, size_t count,
+                                         rtb_time period);
+/* The case's run: `fn` once per listed source, with `count` cut to what is
+ * left of the budget; returns the worst result (error over failed). */
+rtb_result irq_spin_sources(rtb_ctx *ctx, irq_spin_source_fn fn);
+/* The `<source>_delivery` error verdict for a source that could not run. */
+void irq_spin_run_error(rtb_ctx *ctx, int source, int rc);
+
 size_t irq_spin_enter(irq_spin *sp);
 /* Stamps the handler's end (returned) and publishes it to the target. */
 rtb_time irq_spin_leave(irq_spin *sp, size_t k);

@@ -252,6 +252,27 @@ int irq_spin_run(irq_spin *sp, irq_spin_out *out)
     return rc;
 }
 
+rtb_result irq_spin_sources(rtb_ctx *ctx, irq_spin_source_fn fn)
+{
+    const int64_t *sources;
+    int nsrc = rtb_param_list(ctx, "source", &sources);
+    rtb_time period = rtb_param(ctx, "period_us") * 1000;
+    rtb_result worst = RTB_PASSED;
+    for (int i = 0; i < nsrc; i++) {
+        size_t count = irq_fit_count(ctx, (size_t)rtb_param(ctx, "count"), period * (nsrc - i));
+        rtb_result r = fn(ctx, (int)sources[i], count, period);
+        if (r == RTB_ERROR || (r == RTB_FAILED && worst == RTB_PASSED))
+            worst = r;
+    }
+    return worst;
+}
+
+void irq_spin_run_error(rtb_ctx *ctx, int source, int rc)
+{
+    rtb_emit_check_error(ctx, source == IRQ_TIMER ? "timer_delivery" : "signal_delivery",
+                         "%s could not run (error %d)", irq_mechanism(ctx, source), rc);
+}
+
 bool irq_spin_check(rtb_ctx *ctx, int source, size_t count, const irq_spin_out *out)
 {
     char name[32];

@@ -15,10 +15,7 @@
 
 static const rtb_param_def params[] = {
     IRQ_SOURCE_PARAM,
-    {.name = "count", .help = "events per source", .def = {5000}, .ndef = 1, .min = 10,
-     .max = 100000000},
-    {.name = "period_us", .help = "event period (timer and raiser)", .def = {1000}, .ndef = 1,
-     .min = 10, .max = 1000000},
+    IRQ_SPIN_PARAMS,
     {.name = "waiter_prio", .help = "priority of the woken thread relative to the interrupted "
                                     "one (self-test: <= 0 makes it not the highest)",
      .def = {2}, .ndef = 1, .min = -2, .max = 10},
@@ -112,8 +109,7 @@ static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time pe
     }
     rtb_result r = RTB_PASSED;
     if (rc != RTB_OK) {
-        rtb_emit_check_error(ctx, source == IRQ_TIMER ? "timer_delivery" : "signal_delivery",
-                             "%s could not run (error %d)", irq_mechanism(ctx, source), rc);
+        irq_spin_run_error(ctx, source, rc);
         r = RTB_ERROR;
     } else {
         size_t late, bad = analyse(&x, out.handled, &s, &late);
@@ -146,17 +142,7 @@ static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time pe
 
 static rtb_result run(rtb_ctx *ctx)
 {
-    const int64_t *sources;
-    int nsrc = rtb_param_list(ctx, "source", &sources);
-    rtb_time period = rtb_param(ctx, "period_us") * 1000;
-    rtb_result worst = RTB_PASSED;
-    for (int i = 0; i < nsrc; i++) {
-        size_t count = irq_fit_count(ctx, (size_t)rtb_param(ctx, "count"), period * (nsrc - i));
-        rtb_result r = run_source(ctx, (int)sources[i], count, period);
-        if (r == RTB_ERROR || (r == RTB_FAILED && worst == RTB_PASSED))
-            worst = r;
-    }
-    return worst;
+    return irq_spin_sources(ctx, run_source);
 }
 
 const rtb_case rtb_case_irq_tlt = {

@@ -84,6 +84,9 @@ static rtb_result point(rtb_ctx *ctx, size_t size, size_t n, rtb_series *one, rt
         rtb_emit_check_error(ctx, "buffer", "no memory for size %zu", size);
         goto out;
     }
+    /* Fault them in now: the echo's store of one[i] lies inside a round trip. */
+    memset(x.one, 0, x.n * sizeof *x.one);
+    memset(x.round, 0, x.n * sizeof *x.round);
     qa = rtb_queue_create(&x.ab, size, 1);
     qb = rtb_queue_create(&x.ba, size, 1);
     if (qa != RTB_OK || qb != RTB_OK) {

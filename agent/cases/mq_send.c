@@ -89,6 +89,9 @@ static int pending(rtb_ctx *ctx, rtb_queue *q, size_t n, rtb_series *s)
     x.t_recv = calloc(n, sizeof *x.t_recv);
     int rc = RTB_ENOMEM;
     if (x.t_send && x.t_recv) {
+        /* Fault them in now: the sender stores its stamp inside the sample. */
+        memset(x.t_send, 0, n * sizeof *x.t_send);
+        memset(x.t_recv, 0, n * sizeof *x.t_recv);
         rtb_thread th[2];
         rtb_thread_attr ar = rtb_attr(ctx, "mq-recv", 1), as = rtb_attr(ctx, "mq-send", 0);
         rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);

@@ -5,6 +5,7 @@
  * (it inherited high's priority, so it runs before medium); release = the
  * owner's unlock until high runs with the mutex. All on one CPU. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/rtb.h"
 
@@ -139,8 +140,11 @@ static rtb_result run(rtb_ctx *ctx)
     arc x = {.ctx = ctx, .n = (size_t)rtb_param(ctx, "iterations")};
     rtb_time **bufs[] = {&x.t_req, &x.t_got, &x.t_own, &x.t_unl, &x.t_med};
     bool mem = true;
-    for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++)
+    for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++) {
         mem = (*bufs[b] = calloc(x.n, sizeof(rtb_time))) != NULL && mem;
+        if (*bufs[b]) /* fault it in now: stamps are stored inside the samples */
+            memset(*bufs[b], 0, x.n * sizeof(rtb_time));
+    }
     size_t cap = x.n < ctx->opt->max_samples ? x.n : ctx->opt->max_samples;
     rtb_series acq, rel;
     mem = rtb_series_init(&acq, "acquire", cap) == RTB_OK && mem;

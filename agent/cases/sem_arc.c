@@ -10,6 +10,7 @@
  * grows with the number of waiters. Waiters are reused across rounds: after
  * each wake a waiter parks on its own start semaphore. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/rtb.h"
 
@@ -96,6 +97,11 @@ static rtb_result run_point(rtb_ctx *ctx, int w_count, int64_t rounds)
         }
         return RTB_ERROR;
     }
+    /* Fault them in now: t_a and t_g are stored inside the samples. */
+    memset(x.t_a, 0, total * sizeof *x.t_a);
+    memset(x.t_c, 0, total * sizeof *x.t_c);
+    memset(x.t_g, 0, total * sizeof *x.t_g);
+    memset(x.t_w, 0, total * sizeof *x.t_w);
     rtb_series_set_point(&acq, "n", w_count);
     rtb_series_set_point(&rel, "n", w_count);
 

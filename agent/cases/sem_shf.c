@@ -4,6 +4,7 @@
  * stamp - A's stamp: from giving a semaphore to its waiter running. Both
  * run on the measurement CPU, so the give must switch to B. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/rtb.h"
 
@@ -77,6 +78,9 @@ static rtb_result run(rtb_ctx *ctx)
         rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", x.cap);
         return RTB_ERROR;
     }
+    /* Fault them in now: A stores its stamp inside the sample. */
+    memset(x.ta, 0, x.cap * sizeof *x.ta);
+    memset(x.tb, 0, x.cap * sizeof *x.tb);
     rtb_sem_create(&x.s, 0);
     rtb_sem_create(&x.p, 0);
     rtb_thread_attr aa = rtb_attr(ctx, "shf-a", 0), ab = rtb_attr(ctx, "shf-b", 1);

@@ -5,6 +5,7 @@
  * (lower), resumes and stamps: the sample spans the take's way into the
  * kernel, the block and the switch out. L then gives, H wakes and repeats. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/rtb.h"
 
@@ -63,6 +64,9 @@ static rtb_result unavailable(rtb_ctx *ctx, int64_t iterations, rtb_series *out)
                              (long long)x.n);
         return RTB_ERROR;
     }
+    /* Fault them in now: H stores its stamp inside the sample. */
+    memset(x.th, 0, (size_t)x.n * sizeof *x.th);
+    memset(x.tl, 0, (size_t)x.n * sizeof *x.tl);
     rtb_thread th[2];
     /* At --priority 97, H would be clamped to L's level: shift both down. */
     int low = ctx->opt->priority > RTB_PRIO_MAX - 3 ? -1 : 0;

@@ -5,6 +5,7 @@
  * sweep over N shows whether the scheduler's cost grows with the number of
  * ready threads. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/rtb.h"
 
@@ -156,6 +157,9 @@ static rtb_result run(rtb_ctx *ctx)
     if (!log.ts || !log.who) {
         rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", log.cap);
         worst = RTB_ERROR;
+    } else { /* fault it in now: a worker stores its stamp inside a switch */
+        memset(log.ts, 0, log.cap * sizeof *log.ts);
+        memset(log.who, 0, log.cap * sizeof *log.who);
     }
     const int64_t *ns;
     int points = rtb_param_list(ctx, "n", &ns);
