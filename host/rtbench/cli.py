@@ -20,14 +20,22 @@ from rtbench.build import BuildError, ensure_agent
 from rtbench.commands import ab as ab_commands
 from rtbench.commands import analysis as analysis_commands
 from rtbench.commands import report as report_commands
-from rtbench.commands.common import EXIT, err, fail, open_store, out, parse_labels
+from rtbench.commands.common import (
+    EXIT,
+    err,
+    fail,
+    open_store,
+    out,
+    parse_labels,
+    selection_options,
+)
 from rtbench.model import Run
 from rtbench.reports.terminal import render_run
 from rtbench.session import Interrupted, collect
 from rtbench.session import Progress as RunProgress
 from rtbench.store import StoreError, default_store_path
 from rtbench.stream import Record, StreamError
-from rtbench.suites import SUITES, SelectionError, select
+from rtbench.suites import SelectionError, select
 from rtbench.transports import LocalTransport, ReplayTransport, TransportError
 
 
@@ -86,25 +94,7 @@ def _finish(ctx: click.Context, run: Run, store_it: bool) -> None:
 
 
 @main.command()
-@click.option("--suite", type=click.Choice(sorted(SUITES)), default="quick", show_default=True)
-@click.option(
-    "-c",
-    "--case",
-    "cases",
-    multiple=True,
-    metavar="ID|GLOB",
-    help="Run only these cases (repeatable), e.g. -c THR-SW -c 'SEM-*'.",
-)
-@click.option(
-    "--set",
-    "overrides",
-    multiple=True,
-    metavar="CASE.PARAM=VALUE",
-    help="Override a parameter, e.g. --set THR-SW.n=2,10.",
-)
-@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Tag the run.")
-@click.option("--cpu", type=int, default=None, help="Measurement CPU (default: the last).")
-@click.option("--priority", type=click.IntRange(1, 97), default=80, show_default=True)
+@selection_options
 @click.option("--no-samples", is_flag=True, help="Keep histograms only, no raw samples.")
 @click.option(
     "--max-samples",
@@ -112,13 +102,6 @@ def _finish(ctx: click.Context, run: Run, store_it: bool) -> None:
     default=1_000_000,
     show_default=True,
     help="Samples buffered per series on the target.",
-)
-@click.option(
-    "--agent",
-    "agent_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Use this agent executable instead of building one.",
 )
 @click.option(
     "--save-stream",

@@ -35,10 +35,18 @@ from rtbench.ab import (
 from rtbench.analysis.compare import ALPHA
 from rtbench.analysis.stats import INDICATORS
 from rtbench.build import BuildError, ensure_agent
-from rtbench.commands.common import EXIT, err, fail, open_store, out, parse_labels
+from rtbench.commands.common import (
+    EXIT,
+    err,
+    fail,
+    open_store,
+    out,
+    parse_labels,
+    selection_options,
+)
 from rtbench.model import Run, worst_outcome
 from rtbench.session import Interrupted, collect
-from rtbench.suites import SUITES, Planned, SelectionError, select
+from rtbench.suites import Planned, SelectionError, select
 from rtbench.transports import LocalTransport, TransportError
 
 
@@ -89,28 +97,12 @@ def _table(rows: list[Row]) -> Table:
 
 
 @click.command(name="ab")
+@selection_options
 @click.option(
     "--a", "a_items", multiple=True, metavar="KEY=VALUE", help="Setting of A (repeatable)."
 )
 @click.option(
     "--b", "b_items", multiple=True, metavar="KEY=VALUE", help="Setting of B (repeatable)."
-)
-@click.option(
-    "-c", "--case", "cases", multiple=True, metavar="ID|GLOB", help="Cases (default JIT-PER)."
-)
-@click.option(
-    "--suite",
-    type=click.Choice(sorted(SUITES)),
-    default="quick",
-    show_default=True,
-    help="Where the cases' settings come from.",
-)
-@click.option(
-    "--set",
-    "overrides",
-    multiple=True,
-    metavar="CASE.PARAM=VALUE",
-    help="A parameter for both sides.",
 )
 @click.option(
     "--rounds",
@@ -125,16 +117,6 @@ def _table(rows: list[Row]) -> Table:
     multiple=True,
     type=click.Choice(INDICATORS),
     help="Indicators to compare (default: p50, p99, max).",
-)
-@click.option("--cpu", type=int, default=None, help="Measurement CPU (default: the last).")
-@click.option("--priority", type=click.IntRange(1, 97), default=80, show_default=True)
-@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Tag every run.")
-@click.option(
-    "--agent",
-    "agent_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Use this agent executable.",
 )
 @click.option(
     "--json",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
 
 import click
 from rich.console import Console
@@ -38,3 +40,48 @@ def open_store(ctx: click.Context) -> Store:
         return Store(ctx.obj["db"])
     except StoreError as e:
         fail(str(e))
+
+
+def selection_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """What `run` and `ab` both take: which cases, with which settings, on
+    which CPU and priority, by which agent, tagged how."""
+    from rtbench.suites import SUITES  # here: suites is not needed by every command
+
+    for opt in reversed(
+        [
+            click.option(
+                "--suite", type=click.Choice(sorted(SUITES)), default="quick", show_default=True
+            ),
+            click.option(
+                "-c",
+                "--case",
+                "cases",
+                multiple=True,
+                metavar="ID|GLOB",
+                help="Only these cases (repeatable), e.g. -c THR-SW -c 'SEM-*'.",
+            ),
+            click.option(
+                "--set",
+                "overrides",
+                multiple=True,
+                metavar="CASE.PARAM=VALUE",
+                help="Override a parameter, e.g. --set THR-SW.n=2,10.",
+            ),
+            click.option(
+                "--label", "labels", multiple=True, metavar="KEY=VALUE", help="Tag the run(s)."
+            ),
+            click.option(
+                "--cpu", type=int, default=None, help="Measurement CPU (default: the last)."
+            ),
+            click.option("--priority", type=click.IntRange(1, 97), default=80, show_default=True),
+            click.option(
+                "--agent",
+                "agent_path",
+                type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                default=None,
+                help="Use this agent executable instead of building one.",
+            ),
+        ]
+    ):
+        f = opt(f)
+    return f
