@@ -26,8 +26,8 @@ static const rtb_param_def params[] = {
     {.name = "cycles", .help = "planned releases (periods)", .def = {5000}, .ndef = 1, .min = 2,
      .max = 1000000000},
     {.name = "duration_ms", .help = "time cap: stop after this long even if periods remain "
-     "(also sets the hard deadline)", .def = {120000}, .ndef = 1, .min = 1, .max = 86400000},
-    {.name = "load_threads", .help = "background kernel-load threads below the task (0: none)",
+     "(0: no cap, run every period)", .def = {0}, .ndef = 1, .min = 0, .max = 86400000},
+    {.name = "load_threads", .help = "background kernel-load threads at normal priority (0: none)",
      .def = {2}, .ndef = 1, .min = 0, .max = 64},
     {.name = "blocker_us", .help = "self-test: a higher-priority thread on the same CPU "
      "holds it this long over a few random releases; 0 = off", .def = {0}, .ndef = 1,
@@ -199,8 +199,18 @@ static void report(rtb_ctx *ctx, per *p, rtb_result *r)
                  (long long)(p->period / 1000));
     if (p->slot < p->cycles)
         rtb_warn(ctx, "truncated", "%lld of %lld periods: stopped by duration_ms or before the "
-                 "hard deadline; raise duration_ms (and --deadline-slack)", (long long)p->slot,
+                 "hard deadline", (long long)p->slot,
                  (long long)p->cycles);
+}
+
+/* The planned periods, or the cap when it is shorter: the hard deadline
+ * follows the run the user asked for, however long. */
+static rtb_time expected(const rtb_ctx *ctx)
+{
+    int64_t period = rtb_param(ctx, "period_us") * 1000, cycles = rtb_param(ctx, "cycles");
+    rtb_time planned = cycles > INT64_MAX / 4 / period ? INT64_MAX / 4 : cycles * period;
+    rtb_time cap = rtb_param(ctx, "duration_ms") * 1000000;
+    return cap && cap < planned ? cap : planned;
 }
 
 static rtb_result run(rtb_ctx *ctx)
@@ -232,15 +242,19 @@ static rtb_result run(rtb_ctx *ctx)
     rtb_hist_init_linear(&p->dev.hist, -DEV_US * 1000, 1000, 2 * DEV_US + 1);
 
     /* The cap, and a second before the hard deadline for the records. */
-    p->stop_at = ctx->started + rtb_param(ctx, "duration_ms") * 1000000;
+    rtb_time cap_ns = rtb_param(ctx, "duration_ms") * 1000000;
+    p->stop_at = cap_ns ? ctx->started + cap_ns : ctx->deadline;
     if (p->stop_at > ctx->deadline - 1000000000)
         p->stop_at = ctx->deadline - 1000000000;
     rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
-    rtb_thread_attr al = rtb_attr(ctx, "load", -1);
     rtb_load *load = NULL;
     char err[256];
-    if (rtb_load_start(&load, "kernel", (int)rtb_param(ctx, "load_threads"), ctx->opt->cpu,
-                       al.priority, err, sizeof err) != RTB_OK) {
+    /* Normal scheduling (priority 0): the task preempts the load and meets
+     * only its kernel sections, as in the published method. A real-time
+     * load keeping the CPU busy would spend the RT budget every second, and
+     * RT throttling's stall would become the headline max. */
+    if (rtb_load_start(&load, "kernel", (int)rtb_param(ctx, "load_threads"), ctx->opt->cpu, 0,
+                       err, sizeof err) != RTB_OK) {
         rtb_emit_check_error(ctx, "load", "%s", err);
         r = RTB_ERROR;
         goto out;
@@ -284,8 +298,8 @@ static rtb_result run(rtb_ctx *ctx)
         /* Jitter "under load" means nothing if the load never got the CPU. */
         bool ran = ls.ops_min > 0;
         rtb_emit_check(ctx, "load_ran", ran,
-                       "%d kernel-load threads at priority %d: %llu operations, the least busy "
-                       "%llu", ls.threads, al.priority, (unsigned long long)ls.ops_total,
+                       "%d kernel-load threads at normal priority: %llu %s, the least busy "
+                       "%llu", ls.threads, (unsigned long long)ls.ops_total, ls.unit,
                        (unsigned long long)ls.ops_min);
         if (!ran && r == RTB_PASSED)
             r = RTB_FAILED;
@@ -309,4 +323,5 @@ const rtb_case rtb_case_jit_per = {
     .params = params,
     .nparams = sizeof params / sizeof params[0],
     .run = run,
+    .expected_ns = expected,
 };

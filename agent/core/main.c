@@ -84,16 +84,25 @@ static void watchdog_set(watchdog *w, rtb_time deadline)
 }
 
 /* Generous: the watchdog is for runaways, not for slow machines. */
-static rtb_time case_budget(const rtb_case *c, const rtb_param_values *pv, int64_t slack_ms)
+static rtb_time case_budget(const rtb_ctx *ctx, int64_t slack_ms)
 {
-    int64_t duration_ms = 0, points = 1;
-    for (int i = 0; i < c->nparams; i++) {
-        if (strcmp(c->params[i].name, "duration_ms") == 0)
-            duration_ms = pv->v[i][0];
-        if (c->params[i].list)
-            points *= pv->n[i];
+    const rtb_case *c = ctx->cur;
+    rtb_time expected = 0;
+    if (c->expected_ns) {
+        expected = c->expected_ns(ctx);
+    } else {
+        int64_t points = 1;
+        for (int i = 0; i < c->nparams; i++) {
+            if (strcmp(c->params[i].name, "duration_ms") == 0)
+                expected = ctx->pv->v[i][0] * 1000000;
+            if (c->params[i].list)
+                points *= ctx->pv->n[i];
+        }
+        expected = expected > INT64_MAX / 4 / points ? INT64_MAX / 4 : expected * points;
     }
-    return (rtb_time)(duration_ms * points * 3 + slack_ms) * 1000000;
+    if (expected < 0 || expected > INT64_MAX / 4)
+        expected = INT64_MAX / 4; /* saturate: 3x below must not overflow */
+    return expected * 3 + slack_ms * 1000000;
 }
 
 #ifdef RTB_TEST_HOOKS
@@ -315,7 +324,7 @@ static rtb_result run_case(rtb_ctx *ctx, watchdog *wd, const planned *p, const l
     ctx->cur = p->c;
     ctx->pv = &p->pv;
     atomic_store(&ctx->stop, false);
-    rtb_time budget = case_budget(p->c, &p->pv, ctx->opt->deadline_slack_ms);
+    rtb_time budget = case_budget(ctx, ctx->opt->deadline_slack_ms);
     rtb_json *j = rtb_rec_begin(ctx->stream, "begin");
     rtb_json_str(j, "case", p->c->id);
     rtb_json_str(j, "title", p->c->title);

@@ -181,6 +181,10 @@ typedef struct rtb_case {
     /* Returns the case result; writes its own series, checks and warnings. */
     rtb_result (*run)(rtb_ctx *ctx);
     const char *unsupported; /* non-NULL: why this port cannot run it */
+    /* How long the case means to run with its resolved parameters (ns);
+     * the hard deadline is 3x this plus the slack. NULL: its `duration_ms`
+     * parameter times its sweep points (0 without one). */
+    rtb_time (*expected_ns)(const rtb_ctx *ctx);
 } rtb_case;
 
 extern const rtb_case *const rtb_cases[];

@@ -59,7 +59,7 @@ const load_kind load_kind_cpu = {
     .unit = "thousand busy-loop iterations",
     .what = "busy loops; at prio=P (real-time) a duty cycle of busy_us on, idle_us off",
     .params = cpu_params,
-    .nparams = 2,
+    .nparams = sizeof cpu_params / sizeof cpu_params[0],
     .run = cpu_run,
     .validate = cpu_validate,
 };
@@ -130,7 +130,7 @@ const load_kind load_kind_memory = {
     .what = "cache and memory thrashing: read-modify-write of lines 256 KiB apart over a "
             "buffer twice the last-level cache",
     .params = mem_params,
-    .nparams = 1,
+    .nparams = sizeof mem_params / sizeof mem_params[0],
     .run = memory_run,
 };
 
@@ -198,7 +198,7 @@ const load_kind load_kind_io = {
     .unit = "fsync'd writes",
     .what = "write + fsync to an unnamed file (O_TMPFILE) in $TMPDIR or /tmp",
     .params = io_params,
-    .nparams = 2,
+    .nparams = sizeof io_params / sizeof io_params[0],
     .run = io_run,
 };
 
@@ -269,6 +269,6 @@ const load_kind load_kind_irq = {
     .what = "high-rate POSIX timers (CLOCK_MONOTONIC) whose signals interrupt the load "
             "threads",
     .params = irq_params,
-    .nparams = 2,
+    .nparams = sizeof irq_params / sizeof irq_params[0],
     .run = irq_run,
 };

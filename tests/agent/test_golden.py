@@ -133,3 +133,35 @@ def test_counts_are_not_called_nanoseconds(agent: Path, run_agent) -> None:  # t
     units = {(s.case, s.name): s.unit for c in r.run.cases for s in c.series}
     assert units[("IRQ-SUS", "losses")] == units[("IRQ-SUS", "delivered")] == "count"
     assert units[("IRQ-SUS", "sustained_period")] == units[("CAL-REF", "t_std")] == "ns"
+
+
+def test_hard_deadline_follows_the_run_asked_for(agent: Path) -> None:
+    """JIT-PER's deadline comes from cycles x period (3x + slack), so a long
+    run is not cut short by a default; read from `begin`, then stop it."""
+    import subprocess
+
+    from rtbench.stream import StreamParser
+
+    proc = subprocess.Popen(
+        [
+            str(agent),
+            "--deadline-slack",
+            "1000",
+            "JIT-PER:period_us=10000:cycles=50000:load_threads=0",
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        parser = StreamParser()
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            rec = parser.feed(line)
+            if rec is not None and rec.kind == "begin":
+                assert rec.body["deadline_ms"] == 3 * 50000 * 10 + 1000
+                assert rec.body["params"]["duration_ms"] == 0  # no cap by default
+                break
+        else:
+            raise AssertionError("no begin record")
+    finally:
+        proc.kill()
+        proc.wait()
