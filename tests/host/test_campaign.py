@@ -1,0 +1,96 @@
+"""Campaign files: the matrix, its order, resumption and bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rtbench.campaign import (
+    LABEL_CELL,
+    CampaignError,
+    group_runs,
+    load_campaign,
+    parse_campaign,
+    pending,
+)
+from rtbench.model import Run
+
+DOC = {
+    "campaign": {"name": "c", "cases": ["CAL-REF"], "loads": ["none", "cpu"], "repetitions": 2},
+    "target": [{"name": "a", "spec": "local"}, {"name": "b", "spec": "qemu:debian-rt"}],
+}
+
+
+def test_cells_are_interleaved_and_cover_the_matrix() -> None:
+    c = parse_campaign(DOC, "x")
+    keys = [cell.key for cell in c.cells()]
+    assert len(keys) == len(set(keys)) == 2 * 2 * 2
+    # every target and load once before the next repetition
+    assert [k.split("/")[2] for k in keys] == ["1"] * 4 + ["2"] * 4
+    assert keys[:4] == ["a/none/1", "a/cpu/1", "b/none/1", "b/cpu/1"]
+    assert c.groups() == ["a · load=none", "a · load=cpu", "b · load=none", "b · load=cpu"]
+
+
+def test_labels_name_every_axis() -> None:
+    cell = parse_campaign(DOC, "x").cells()[3]
+    assert cell.labels("c") == {
+        "campaign": "c",
+        LABEL_CELL: "b/cpu/1",
+        "target": "b",
+        "load": "cpu",
+        "repetition": "1",
+    }
+
+
+def test_resume_runs_what_is_missing_or_errored_only() -> None:
+    c = parse_campaign(DOC, "x")
+    stored = {"a/none/1": "passed", "a/cpu/1": "failed", "b/none/1": "error"}
+    left = [cell.key for cell in pending(c, stored)]
+    assert "a/none/1" not in left and "a/cpu/1" not in left
+    assert left[0] == "b/none/1"
+    assert len(left) == 8 - 2
+
+
+def test_group_runs_takes_the_newest_run_of_a_cell() -> None:
+    c = parse_campaign(DOC, "x")
+    old = Run(id=1, labels={LABEL_CELL: "a/none/1"})
+    new = Run(id=5, labels={LABEL_CELL: "a/none/1"})
+    other = Run(id=3, labels={LABEL_CELL: "b/cpu/2"})
+    stray = Run(id=4, labels={LABEL_CELL: "zzz/none/9"})
+    groups = group_runs(c, [new, other, old, stray])
+    assert groups["a · load=none"] == [new]
+    assert groups["b · load=cpu"] == [other]
+    assert groups["a · load=cpu"] == []
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"campaign": {}}, "at least one [[target]]"),
+        ({"campaign": {"repetitions": 0}, "target": [{"spec": "local"}]}, "repetitions"),
+        ({"campaign": {"loads": [1]}, "target": [{"spec": "local"}]}, "loads"),
+        ({"campaign": {"bogus": 1}, "target": [{"spec": "local"}]}, "unknown key"),
+        ({"target": [{"name": "a"}]}, "`spec` is required"),
+        ({"target": [{"spec": "local"}, {"spec": "local"}]}, "must differ"),
+    ],
+)
+def test_bad_campaigns_are_clear_errors(doc: dict[str, object], message: str) -> None:
+    with pytest.raises(CampaignError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        parse_campaign(doc, "x")
+
+
+def test_files_that_are_not_toml_are_clear_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[campaign\n")
+    with pytest.raises(CampaignError, match="not valid TOML"):
+        load_campaign(bad)
+    with pytest.raises(CampaignError, match="cannot read"):
+        load_campaign(tmp_path / "missing.toml")
+
+
+def test_shipped_example_parses() -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "rt-vs-generic.toml"
+    c = load_campaign(example)
+    assert {t.spec for t in c.targets} == {"qemu:debian-rt", "qemu:debian-generic"}
+    assert set(c.loads) == {"none", "kernel"}
