@@ -219,6 +219,11 @@ static void hello(rtb_stream *s, const rtb_options *o, const rtb_port_info *pi,
     rtb_json_str(j, "release", pi->release);
     rtb_json_str(j, "version", pi->version);
     rtb_json_str(j, "machine", pi->machine);
+    rtb_json_str(j, "preempt", pi->preempt);
+    rtb_json_str(j, "preempt_mode", pi->preempt_mode);
+    rtb_json_str(j, "cmdline", pi->cmdline);
+    rtb_json_str(j, "clocksource", pi->clocksource);
+    rtb_json_str(j, "isolated_cpus", pi->isolated_cpus);
     rtb_json_obj_end(j);
     rtb_json_obj(j, "cpu");
     rtb_json_str(j, "model", pi->cpu_model);

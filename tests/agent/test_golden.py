@@ -60,6 +60,10 @@ def test_hello_describes_the_run(short_run) -> None:  # type: ignore[no-untyped-
     h = short_run.run.hello
     assert h["format"] == 1 and h["port"] == "posix"
     assert h["os"]["sysname"] == "Linux"
+    # The kernel's own view, read on the target (the host's /proc is not the target's).
+    assert h["os"]["cmdline"] == Path("/proc/cmdline").read_text().strip()
+    for key in ("preempt", "preempt_mode", "clocksource", "isolated_cpus"):
+        assert isinstance(h["os"][key], str)
     assert h["clock"]["source"].startswith("clock_gettime")
     assert h["clock"]["read_overhead_ns"] > 0
     assert h["build"]["test_hooks"] is False

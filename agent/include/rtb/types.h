@@ -29,6 +29,12 @@ typedef struct rtb_port_info {
     char machine[72];
     char cpu_model[128];
     int cpu_count;
+    /* The kernel's own view, read on the target (empty where unknown). */
+    char preempt[32];       /* PREEMPT_RT, PREEMPT_DYNAMIC, PREEMPT or "" */
+    char preempt_mode[32];  /* the dynamic mode in effect (debugfs), or "" */
+    char cmdline[2048];  /* x86 COMMAND_LINE_SIZE */
+    char clocksource[64];
+    char isolated_cpus[128];
     bool realtime;        /* real-time priorities are available */
     char policy[32];      /* "SCHED_FIFO", or what the port falls back to */
     char rt_detail[192];  /* why not real-time, when not */

@@ -124,6 +124,62 @@ static void read_cpu_model(char *out, size_t cap)
     fclose(f);
 }
 
+/* The first line of a small system file, without its newline; "" if absent. */
+static void read_line(const char *path, char *out, size_t cap)
+{
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    if (!fgets(out, (int)cap, f))
+        out[0] = '\0';
+    out[strcspn(out, "\n")] = '\0';
+    fclose(f);
+}
+
+static bool has_word(const char *text, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = strstr(text, word); p; p = strstr(p + 1, word))
+        if ((p == text || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
+/* The uname version string carries the kernel's one preemption flag (the
+ * last of PREEMPT, PREEMPT_DYNAMIC, PREEMPT_RT configured; none for
+ * NONE/VOLUNTARY); debugfs, when mounted and readable, names the dynamic
+ * mode in effect as "none voluntary (full)". The host interprets both. */
+static void read_preemption(rtb_port_info *info)
+{
+    char rt[8];
+    read_line("/sys/kernel/realtime", rt, sizeof rt);
+    const char *v = info->version;
+    if (has_word(v, "PREEMPT_RT") || strstr(v, "PREEMPT RT") || strcmp(rt, "1") == 0)
+        snprintf(info->preempt, sizeof info->preempt, "PREEMPT_RT");
+    else if (has_word(v, "PREEMPT_DYNAMIC"))
+        snprintf(info->preempt, sizeof info->preempt, "PREEMPT_DYNAMIC");
+    else if (has_word(v, "PREEMPT"))
+        snprintf(info->preempt, sizeof info->preempt, "PREEMPT");
+    char modes[128];
+    read_line("/sys/kernel/debug/sched/preempt", modes, sizeof modes);
+    char *open = strchr(modes, '('), *close = open ? strchr(open, ')') : NULL;
+    if (open && close) {
+        *close = '\0';
+        snprintf(info->preempt_mode, sizeof info->preempt_mode, "%s", open + 1);
+    }
+}
+
+static void read_kernel_view(rtb_port_info *info)
+{
+    read_preemption(info);
+    read_line("/proc/cmdline", info->cmdline, sizeof info->cmdline);
+    read_line("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+              info->clocksource, sizeof info->clocksource);
+    read_line("/sys/devices/system/cpu/isolated", info->isolated_cpus,
+              sizeof info->isolated_cpus);
+}
+
 static void probe_realtime(rtb_port_info *info)
 {
     struct sched_param old, p = {.sched_priority = 1};
@@ -159,6 +215,7 @@ int rtb_port_init(rtb_port_info *info)
     read_cpu_model(info->cpu_model, sizeof info->cpu_model);
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     info->cpu_count = n > 0 ? (int)n : 1;
+    read_kernel_view(info);
     probe_realtime(info);
     port_realtime = info->realtime;
     /* MCL_FUTURE under a finite RLIMIT_MEMLOCK makes every allocation past
