@@ -1,0 +1,178 @@
+"""The guest's whole user space: busybox, the static agent and an `/init`.
+
+The base archive (busybox, agent, init) is built once per agent binary and
+cached; each run appends a tiny second archive holding the agent's
+arguments, one per line (the kernel unpacks concatenated archives in
+order). Arguments in a file, not on the kernel command line, have no length
+limit and no quoting rules.
+
+The guest keeps the kernel console on ttyS0 and gives the agent ttyS1 for
+its stream. QEMU exits 0 on poweroff whatever happened inside, so `/init`
+ends the stream port with a marker line carrying the agent's exit status.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+from pathlib import Path
+
+import platformdirs
+
+# Lines on the stream port that come from /init, not from the agent.
+MARKER = "rtbench-guest:"
+
+INIT = f"""#!/bin/busybox sh
+# rtbench guest init: mount, run the agent on ttyS1, report its status, power off.
+/bin/busybox mkdir -p /proc /sys /dev /tmp
+/bin/busybox mount -t devtmpfs devtmpfs /dev
+exec </dev/console >/dev/console 2>&1
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+stty -F /dev/ttyS1 raw -echo 115200
+read up _ </proc/uptime
+echo "{MARKER} init uptime=$up" >/dev/ttyS1
+if [ -f /rtbench/probe ]; then
+    status=0
+else
+    set --
+    if [ -f /rtbench/args ]; then
+        while IFS= read -r a; do set -- "$@" "$a"; done </rtbench/args
+    fi
+    echo "{MARKER} starting the agent"
+    /rtbench-agent "$@" >/dev/ttyS1 2>/dev/console
+    status=$?
+fi
+echo "{MARKER} exit=$status" >/dev/ttyS1
+sync
+poweroff -f || reboot -f
+"""
+
+
+class InitramfsError(RuntimeError):
+    pass
+
+
+def is_static(path: Path) -> bool:
+    """True for an ELF file without a program interpreter (PT_INTERP): it
+    runs in a guest that has no C library."""
+    with path.open("rb") as f:
+        ident = f.read(64)
+        if len(ident) < 64 or ident[:4] != b"\x7fELF":
+            return False
+        is64, little = ident[4] == 2, ident[5] == 1
+        end = "<" if little else ">"
+        if is64:
+            (phoff,) = struct.unpack_from(end + "Q", ident, 32)
+            phentsize, phnum = struct.unpack_from(end + "HH", ident, 54)
+        else:
+            (phoff,) = struct.unpack_from(end + "I", ident, 28)
+            phentsize, phnum = struct.unpack_from(end + "HH", ident, 42)
+        for i in range(phnum):
+            f.seek(phoff + i * phentsize)
+            (p_type,) = struct.unpack(end + "I", f.read(4))
+            if p_type == 3:  # PT_INTERP
+                return False
+    return True
+
+
+def find_busybox() -> Path:
+    for cand in (shutil.which("busybox"), "/bin/busybox", "/usr/bin/busybox"):
+        if cand and Path(cand).is_file() and is_static(Path(cand)):
+            return Path(cand)
+    raise InitramfsError(
+        "no statically linked busybox found: install busybox-static (Debian/Ubuntu: "
+        "apt-get install busybox-static)"
+    )
+
+
+def _cpio(root: Path, out: Path) -> None:
+    """A newc archive of `root`, owned by root, with `cpio` (GNU or busybox)."""
+    tool = shutil.which("cpio")
+    if tool is None:
+        raise InitramfsError("'cpio' not found: install cpio (Debian/Ubuntu: apt-get install cpio)")
+    names = sorted(os.path.relpath(p, root) for p in root.rglob("*"))
+    with out.open("wb") as f:
+        proc = subprocess.run(
+            [tool, "-o", "-H", "newc", "-R", "0:0", "--quiet"],
+            input="\n".join(names).encode() + b"\n",
+            stdout=f,
+            stderr=subprocess.PIPE,
+            cwd=root,
+            check=False,
+        )
+    if proc.returncode != 0:
+        raise InitramfsError(f"cpio failed: {proc.stderr.decode(errors='replace').strip()}")
+
+
+def _digest(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(len(p).to_bytes(8, "little") + p)
+    return h.hexdigest()[:16]
+
+
+def cache_dir() -> Path:
+    return platformdirs.user_cache_path("rtbench") / "initramfs"
+
+
+def base_archive(agent: Path) -> Path:
+    """The cached archive of busybox, `agent` and `/init`."""
+    if not is_static(agent):
+        raise InitramfsError(
+            f"{agent} is linked dynamically: a QEMU guest has no C library; build the "
+            "agent statically (`rtbench build --static`) or leave --agent out"
+        )
+    busybox = find_busybox()
+    key = _digest(agent.read_bytes(), busybox.read_bytes(), INIT.encode())
+    out = cache_dir() / f"base-{key}.cpio"
+    if out.is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="rtbench-initramfs-") as tmp:
+        root = Path(tmp) / "root"
+        for d in ("bin", "dev", "proc", "sys", "tmp", "rtbench"):
+            (root / d).mkdir(parents=True)
+        shutil.copyfile(busybox, root / "bin" / "busybox")
+        shutil.copyfile(agent, root / "rtbench-agent")
+        (root / "init").write_text(INIT)
+        for exe in ("bin/busybox", "rtbench-agent", "init"):
+            (root / exe).chmod(0o755)
+        staged = Path(tmp) / "base.cpio"
+        _cpio(root, staged)
+        # Atomic: a concurrent run sees the whole archive or none.
+        fd, tmp_out = tempfile.mkstemp(dir=out.parent, prefix=".base-")
+        os.close(fd)
+        shutil.copyfile(staged, tmp_out)
+        os.replace(tmp_out, out)
+    return out
+
+
+def run_archive(base: Path, args: list[str] | None, dest: Path) -> Path:
+    """`dest`: the base archive followed by this run's arguments (`None`:
+    the accelerator probe, which only boots and powers off)."""
+    for a in args or []:
+        if "\n" in a or "\0" in a:
+            raise InitramfsError(f"an agent argument holds a newline: {a!r}")
+    with tempfile.TemporaryDirectory(prefix="rtbench-args-") as tmp:
+        root = Path(tmp) / "root"
+        (root / "rtbench").mkdir(parents=True)
+        if args is None:
+            (root / "rtbench" / "probe").write_text("")
+        else:
+            (root / "rtbench" / "args").write_text("".join(f"{a}\n" for a in args))
+        extra = Path(tmp) / "extra.cpio"
+        _cpio(root, extra)
+        with dest.open("wb") as f:
+            with base.open("rb") as b:
+                shutil.copyfileobj(b, f)
+            f.write(extra.read_bytes())
+    return dest

@@ -1,0 +1,212 @@
+"""Running the agent inside a QEMU guest: the Transport of QEMU targets.
+
+One guest per run: QEMU boots the kernel with rtbench's initramfs, the
+guest's `/init` starts the agent with this run's arguments, and the agent's
+stream comes back on the guest's second serial port (QEMU's stdout here);
+the kernel console goes to a file, apart. `/init` ends the stream port with
+the agent's exit status and powers the guest off. On stop, Ctrl-C or any
+error QEMU is killed: no guest outlives its run, and QEMU dies with the
+host (PDEATHSIG) even if the host is killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from rtbench.targets import initramfs
+from rtbench.targets.kernels import Kernel
+from rtbench.transports.base import TransportError
+
+_MARK = initramfs.MARKER.encode()
+_EXIT = re.compile(rb"exit=(\d+)")
+# QEMU flushes and powers off within a second of the marker; under a busy
+# host give it a while before killing it.
+POWEROFF_WAIT_S = 20.0
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything one QEMU invocation needs besides its initrd."""
+
+    qemu: str  # the qemu-system-* executable
+    kernel: Kernel
+    accel: str  # tcg or kvm
+    machine: str
+    smp: int
+    memory_mb: int
+    cmdline: str  # the whole kernel command line
+
+    def argv(self, initrd: Path, console: Path) -> list[str]:
+        return [
+            self.qemu,
+            "-M", self.machine,
+            "-accel", self.accel,
+            # kvm: the host's CPU as it is; tcg: every feature QEMU emulates.
+            "-cpu", "host" if self.accel == "kvm" else "max",
+            "-smp", str(self.smp),
+            "-m", str(self.memory_mb),
+            "-nodefaults", "-display", "none", "-monitor", "none", "-no-reboot",
+            "-kernel", str(self.kernel.image),
+            "-initrd", str(initrd),
+            # ttyS0: the kernel console, kept apart; ttyS1: the agent's stream.
+            "-serial", f"file:{console}",
+            "-serial", "stdio",
+            "-append", self.cmdline,
+        ]  # fmt: skip
+
+
+def die_with_parent() -> None:
+    # PR_SET_PDEATHSIG (1): a host killed outright takes its guest with it.
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+
+
+class QemuTransport:
+    """A Transport that boots a guest per run (see the module's doc)."""
+
+    def __init__(self, name: str, launch: Launch, agent: Path, boot_timeout: float) -> None:
+        self.name = name
+        self.launch = launch
+        self.agent = agent
+        self.boot_timeout = boot_timeout
+        self.idle_timeout: float | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.console = ""  # the guest's kernel console, once stopped
+        # Seconds after QEMU started: init (kernel booted), first record, exit.
+        self.timings: dict[str, float] = {}
+        self.guest_uptime_at_init: float | None = None
+        self._t0 = 0.0
+        self._exit_status: int | None = None
+        self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=10000)
+        self._stderr: list[str] = []
+        self._readers: list[threading.Thread] = []
+        self._workdir: Path | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def start(self, args: list[str]) -> None:
+        self._workdir = Path(tempfile.mkdtemp(prefix="rtbench-qemu-"))
+        try:
+            base = initramfs.base_archive(self.agent)
+            initrd = initramfs.run_archive(base, args, self._workdir / "initrd.cpio")
+        except (initramfs.InitramfsError, OSError) as e:
+            self._cleanup()
+            raise TransportError(f"cannot build the guest's initramfs: {e}") from e
+        console = self._workdir / "console.txt"
+        self._t0 = time.monotonic()
+        try:
+            self.proc = subprocess.Popen(
+                self.launch.argv(initrd, console),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # the terminal's Ctrl-C is the host's to handle
+                preexec_fn=die_with_parent,
+            )
+        except OSError as e:
+            self._cleanup()
+            raise TransportError(f"cannot start {self.launch.qemu}: {e}") from e
+        self._readers = [
+            threading.Thread(target=self._pump, daemon=True),
+            threading.Thread(target=self._drain_stderr, daemon=True),
+        ]
+        for t in self._readers:
+            t.start()
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self._t0
+
+    def _pump(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = raw.rstrip(b"\r\n")
+            if line.startswith(_MARK):
+                self._marker(line[len(_MARK) :].strip())
+                continue
+            self.timings.setdefault("first_record", self._elapsed())
+            self._queue.put(line)
+        self._queue.put(None)
+
+    def _marker(self, body: bytes) -> None:
+        if body.startswith(b"init"):
+            self.timings["init"] = self._elapsed()
+            m = re.search(rb"uptime=([0-9.]+)", body)
+            if m:
+                self.guest_uptime_at_init = float(m.group(1))
+        elif m := _EXIT.match(body):
+            self.timings["exit"] = self._elapsed()
+            self._exit_status = int(m.group(1))
+
+    def _drain_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            self._stderr.append(raw.decode("utf-8", "replace").rstrip("\n"))
+
+    def lines(self) -> Iterator[bytes]:
+        while True:
+            # Until the agent speaks, the guest is booting: that takes its own time.
+            booting = "first_record" not in self.timings
+            timeout = self.idle_timeout
+            if booting:
+                timeout = max(timeout or 0.0, self.boot_timeout)
+            try:
+                item = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                what = "the guest did not start the agent" if booting else "the agent wrote nothing"
+                raise TransportError(f"{what} for {timeout:.0f} s; stopped QEMU") from None
+            if item is None:
+                return
+            yield item
+
+    def stop(self) -> int | None:
+        proc = self.proc
+        if proc is None:
+            return None
+        if proc.poll() is None and self._exit_status is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=POWEROFF_WAIT_S)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for t in self._readers:
+            t.join(timeout=5)
+        self._cleanup()
+        if self._exit_status is not None:
+            return self._exit_status
+        # QEMU exits 0 when the guest powers off or reboots, whatever the
+        # agent did: without the marker the agent's status is unknown.
+        return proc.returncode if proc.returncode != 0 else 255
+
+    def _cleanup(self) -> None:
+        if self._workdir is None:
+            return
+        console = self._workdir / "console.txt"
+        if console.is_file():
+            self.console = console.read_text("utf-8", "replace")
+        shutil.rmtree(self._workdir, ignore_errors=True)
+        self._workdir = None
+
+    def diagnostics(self) -> str:
+        """QEMU's own errors, then what the agent wrote to the console
+        (its stderr), else the console's last lines (a boot that failed)."""
+        parts = [line for line in self._stderr[-10:] if line.strip()]
+        console = self.console.splitlines()
+        started = [i for i, line in enumerate(console) if "starting the agent" in line]
+        tail = console[started[-1] + 1 :] if started else console[-15:]
+        parts += [line for line in tail if line.strip()][-20:]
+        if self._exit_status is None and self.proc is not None and self.proc.returncode == 0:
+            parts.insert(0, "the guest ended without reporting the agent's exit status")
+        return "\n".join(parts)
