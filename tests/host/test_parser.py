@@ -138,7 +138,8 @@ def test_utf8_and_escapes_survive() -> None:
 
 
 def test_big_integers_are_exact() -> None:
-    body = {"a": (1 << 64) - 1, "b": -(1 << 63)}
+    body = {"case": "A", "series": "s", "n": (1 << 64) - 1, "min": -(1 << 63), "sum": 1 << 100}
+    body["max"] = (1 << 64) - 1
     record = StreamParser().feed(record_line(1, 0, "summary", body))
     assert record is not None and record.body == body
 
@@ -261,11 +262,42 @@ def test_duplicate_keeps_the_first_copy() -> None:
     assert len(result.records) == 6
 
 
-def test_out_of_order_is_reported_and_kept() -> None:
+def test_out_of_order_is_put_back_not_lost() -> None:
     lines = small_stream()
-    result = parse_lines([lines[0], lines[2], lines[1], *lines[3:]])
-    assert issues(result) == [("gap", 2), ("order", 3)]
-    assert sorted(r.seq for r in result.records) == list(range(6))
+    result = parse_lines([lines[0], lines[2], lines[1], *lines[3:5], lines[5]])
+    assert [(i.kind, i.line, i.detail) for i in result.issues] == [
+        ("order", 3, "seq 1 arrives after seq 2; put back")
+    ]
+    assert [r.seq for r in result.records] == list(range(6))
+
+
+def test_bye_before_the_last_record_is_not_loss() -> None:
+    lines = small_stream()
+    result = parse_lines([*lines[:4], lines[5], lines[4]])
+    assert issues(result) == [("order", 6)]
+    assert [r.kind for r in result.records][-1] == "bye"
+
+
+def test_a_late_record_fills_only_its_own_hole() -> None:
+    lines = small_stream()
+    # seq 1 arrives late, seq 3 never: one record lost, not two.
+    result = parse_lines([lines[0], lines[2], lines[1], lines[4], lines[5]])
+    assert [(i.kind, i.line, i.detail) for i in result.issues] == [
+        ("order", 3, "seq 1 arrives after seq 2; put back"),
+        ("gap", 4, "seq 4 follows 2: 1 record lost"),
+        ("truncated", 5, "incomplete: bye counts 6 records written, 5 arrived"),
+    ]
+
+
+def test_a_record_breaking_its_schema_is_damaged_but_arrived() -> None:
+    w = StreamWriter()
+    w.hello()
+    w.record("summary", {"case": "A", "series": "s", "n": -1, "sum": 0})
+    w.bye()
+    result = parse_lines(w.lines)
+    assert [(i.kind, i.line) for i in result.issues] == [("damaged", 2)]
+    assert "summary record: 'n' = -1 is outside 0.." in result.issues[0].detail
+    assert [r.kind for r in result.records] == ["hello", "bye"]
 
 
 def test_a_damaged_line_leaves_a_gap() -> None:

@@ -2,9 +2,11 @@
 
 Policy for records that passed the CRC but do not make sense:
 
-- A record missing a required key, or holding a value of the wrong type
-  (a string where an integer belongs, an unknown verdict), is reported as
-  `damaged` at its line and ignored; the rest of the run is still built.
+- A record that breaks its kind's schema (`rtbench.stream.schema`: a missing
+  key, a string where an integer belongs, an unknown verdict, a value out of
+  range) is reported as `damaged` at its line and ignored; the rest of the
+  run is still built. The parser checks every record it accepts; records
+  that did not come through it are checked here.
 - A record kind this host does not know is reported as `version` (it was most
   likely written by a newer agent using the same format number) and ignored.
 - A second `hello`, a second `begin`/`end` of a case, or a second `hist` or
@@ -24,12 +26,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
 from rtbench.model import (
-    CaseOutcome,
     CaseResult,
     Check,
     Histogram,
@@ -38,111 +39,28 @@ from rtbench.model import (
     Run,
     Series,
     StreamIssue,
-    Verdict,
     Warning,
     point_key,
 )
-from rtbench.stream.codec import ENCODING, CodecError, decode_chunks
+from rtbench.stream.codec import CodecError, decode_chunks
 from rtbench.stream.parser import IssueKind, Record
+from rtbench.stream.schema import check_record
 
 ENDED_INSIDE = "stream ended inside the case"
 END_LOST = "end record lost"
 
-_VERDICTS: tuple[Verdict, ...] = ("pass", "fail", "error")
-_OUTCOMES: tuple[CaseOutcome, ...] = ("passed", "failed", "error", "unsupported")
-
-
-_LAYOUT_FIELDS = {"log2": ("sub_bits",), "linear": ("lo", "width", "buckets")}
-
-_S = TypeVar("_S", bound=str)
-
-
-class _Bad(Exception):
-    """Internal: why a record is ignored."""
-
-
-# --- typed access to record bodies (JSON gives Any; these make it honest)
-
-
-def _present(body: dict[str, Any], key: str) -> Any:
-    if key not in body:
-        raise _Bad(f"no {key!r}")
-    return body[key]
-
-
-def _wrong(key: str, value: Any, expected: str) -> _Bad:
-    return _Bad(f"{key!r} must be {expected}, not {type(value).__name__} {value!r:.40}")
-
-
-def _as_int(value: Any, what: str) -> int:
-    # bool is an int subclass in Python, but `true` is not a number in JSON.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _wrong(what, value, "an integer")
-    return value
-
-
-def _int(body: dict[str, Any], key: str, default: int | None = None) -> int:
-    return _as_int(body.get(key, default) if default is not None else _present(body, key), key)
-
-
-def _opt_int(body: dict[str, Any], key: str) -> int | None:
-    return None if body.get(key) is None else _int(body, key)
-
-
-def _str(body: dict[str, Any], key: str, default: str | None = None) -> str:
-    value = body.get(key, default) if default is not None else _present(body, key)
-    if not isinstance(value, str):
-        raise _wrong(key, value, "a string")
-    return value
-
-
-def _obj(body: dict[str, Any], key: str, required: bool = False) -> dict[str, Any]:
-    value = _present(body, key) if required else body.get(key, {})
-    if not isinstance(value, dict):
-        raise _wrong(key, value, "an object")
-    return value
-
-
-def _choice(body: dict[str, Any], key: str, allowed: tuple[_S, ...]) -> _S:
-    value = _str(body, key)
-    for option in allowed:
-        if value == option:
-            return option
-    raise _Bad(f"{key!r} is {value!r}, not one of {', '.join(allowed)}")
+_T = TypeVar("_T")
 
 
 def _point(body: dict[str, Any]) -> Point:
-    point = _obj(body, "point")
-    for k, v in point.items():
-        if isinstance(v, bool) or not isinstance(v, int | str):
-            raise _wrong(f"point.{k}", v, "an integer or a string")
+    point: Point = body.get("point") or {}
     return point
 
 
-def _layout(body: dict[str, Any]) -> dict[str, Any]:
-    """The histogram layout, with the fields its kind needs. Unknown kinds pass
-    through (a newer agent's); analysis refuses what it cannot bucket."""
-    layout = _obj(body, "layout", required=True)
-    kind = layout.get("kind")
-    for key in _LAYOUT_FIELDS.get(kind, ()) if isinstance(kind, str) else ():
-        _as_int(_present(layout, key), f"layout.{key}")
-    # 2**s buckets per octave: beyond 63 the layout is meaningless for 64-bit
-    # values, and bucket arithmetic on it would not finish.
-    if kind == "log2" and not 0 <= layout["sub_bits"] <= 63:
-        raise _Bad(f"layout.sub_bits {layout['sub_bits']} is outside 0..63")
-    return layout
-
-
-def _counts(body: dict[str, Any]) -> list[tuple[int, int]]:
-    pairs = _present(body, "counts")
-    if not isinstance(pairs, list):
-        raise _wrong("counts", pairs, "a list")
-    out = []
-    for pair in pairs:
-        if not isinstance(pair, list) or len(pair) != 2:
-            raise _wrong("counts", pair, "[index, count] pairs")
-        out.append((_as_int(pair[0], "counts index"), _as_int(pair[1], "counts count")))
-    return out
+def _or(body: dict[str, Any], key: str, default: _T) -> _T:
+    """An optional field (absent or null: the default); its type was checked."""
+    value = body.get(key)
+    return default if value is None else cast(_T, value)
 
 
 # --- building
@@ -199,13 +117,15 @@ class _Assembler:
         if handler is None:
             self.issue("version", f"unknown record kind {record.kind!r} ignored (newer agent?)")
             return
-        try:
-            handler(record.body)
-        except _Bad as e:
-            self.issue("damaged", f"{record.kind} record: {e}")
+        if not record.checked:
+            problem = check_record(record.kind, record.body)
+            if problem is not None:
+                self.issue(problem[0], f"{record.kind} record: {problem[1]}")
+                return
+        handler(record.body)
 
     def case(self, body: dict[str, Any]) -> _CaseBuilder:
-        case_id = _str(body, "case")
+        case_id: str = body["case"]
         self.last_case = case_id
         builder = self.cases.get(case_id)
         if builder is None:
@@ -215,7 +135,7 @@ class _Assembler:
     def series(self, body: dict[str, Any]) -> _SeriesBuilder:
         # Validate everything before creating the case, so that a bad record
         # does not leave an empty case or series behind.
-        name, point, unit = _str(body, "series"), _point(body), _str(body, "unit", "ns")
+        name, point, unit = body["series"], _point(body), _or(body, "unit", "ns")
         case = self.case(body)
         key = (name, point_key(point))
         builder = case.series.get(key)
@@ -231,7 +151,7 @@ class _Assembler:
             self.run.hello = body
 
     def begin(self, body: dict[str, Any]) -> None:
-        title, params = _str(body, "title", ""), _obj(body, "params")
+        title, params = _or(body, "title", ""), _or(body, "params", dict[str, Any]())
         case = self.case(body)
         if case.begun:
             self.issue("order", f"case {case.result.case} begins again; ignored")
@@ -240,31 +160,19 @@ class _Assembler:
         case.result.title, case.result.params = title, params
 
     def samples(self, body: dict[str, Any]) -> None:
-        enc = _str(body, "enc")
-        if enc != ENCODING:
-            raise _Bad(f"unknown sample encoding {enc!r}")
-        offset, count, data = _int(body, "offset"), _int(body, "count"), _str(body, "data")
-        if offset < 0 or count < 0:
-            raise _Bad(f"negative offset {offset} or count {count}")
-        self.series(body).chunks.append(_Chunk(offset, count, data, self.line))
+        chunk = _Chunk(body["offset"], body["count"], body["data"], self.line)
+        self.series(body).chunks.append(chunk)
 
     def hist(self, body: dict[str, Any]) -> None:
-        n = _int(body, "n")
-        # An empty histogram has no extremes to report.
-        lo, hi = (
-            (_opt_int(body, "min"), _opt_int(body, "max"))
-            if n == 0
-            else (_int(body, "min"), _int(body, "max"))
-        )
         hist = Histogram(
-            layout=_layout(body),
-            counts=_counts(body),
-            n=n,
-            min=lo,
-            max=hi,
-            sum=_int(body, "sum"),
-            underflow=_int(body, "underflow", 0),
-            overflow=_int(body, "overflow", 0),
+            layout=body["layout"],
+            counts=[(i, c) for i, c in body["counts"]],
+            n=body["n"],
+            min=body.get("min"),
+            max=body.get("max"),
+            sum=body["sum"],
+            underflow=_or(body, "underflow", 0),
+            overflow=_or(body, "overflow", 0),
         )
         series = self.series(body).series
         if series.hist is not None:
@@ -273,8 +181,8 @@ class _Assembler:
             series.hist = hist
 
     def summary(self, body: dict[str, Any]) -> None:
-        n, lo, hi = _int(body, "n"), _opt_int(body, "min"), _opt_int(body, "max")
-        total, dropped = _int(body, "sum"), _int(body, "dropped", 0)
+        n, lo, hi = body["n"], body.get("min"), body.get("max")
+        total, dropped = body["sum"], _or(body, "dropped", 0)
         builder = self.series(body)
         if builder.has_summary:
             self.issue("order", f"a second summary for {builder.series.label} ignored")
@@ -284,13 +192,12 @@ class _Assembler:
         s.n, s.min, s.max, s.sum, s.dropped = n, lo, hi, total, dropped
 
     def check(self, body: dict[str, Any]) -> None:
-        name, verdict = _str(body, "name"), _choice(body, "verdict", _VERDICTS)
-        detail = _str(body, "detail", "")
+        name, verdict, detail = body["name"], body["verdict"], _or(body, "detail", "")
         case = self.case(body)
         case.result.checks.append(Check(case.result.case, name, verdict, detail))
 
     def warn(self, body: dict[str, Any]) -> None:
-        code, detail = _str(body, "code"), _str(body, "detail", "")
+        code, detail = body["code"], _or(body, "detail", "")
         if body.get("case") is None:
             self.run.warnings.append(Warning(code, detail))
             return
@@ -298,8 +205,8 @@ class _Assembler:
         case.result.warnings.append(Warning(code, detail, case.result.case))
 
     def end(self, body: dict[str, Any]) -> None:
-        outcome = _choice(body, "result", _OUTCOMES)
-        duration, reason = _int(body, "duration_ns", 0), _str(body, "reason", "")
+        outcome = body["result"]
+        duration, reason = _or(body, "duration_ns", 0), _or(body, "reason", "")
         case = self.case(body)
         if case.ended:
             self.issue("order", f"case {case.result.case} ends again; ignored")

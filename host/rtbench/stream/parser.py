@@ -9,12 +9,18 @@ since it would repeat on every record.
 What it reports (each a `StreamIssue` with the 1-based line number):
 
 - `damaged`: a line with the `@rtb ` prefix that does not parse, fails its
-  CRC, is not UTF-8, or whose body is not a JSON object. The line is skipped.
-- `gap`: a sequence number that skips; the missing records count as lost
+  CRC, is not UTF-8, or whose body is not a JSON object; or an intact line
+  whose body breaks its kind's schema (`rtbench.stream.schema`). The line
+  is skipped (a schema breach still counts as arrived: its seq is sound).
+- `version` also for a record using what only a newer agent writes (a
+  histogram layout this host does not know): reported and skipped.
+- `gap` (from `finish`): sequence numbers that never arrived count as lost
   (a damaged line's record is among them, since its seq cannot be trusted).
 - `duplicate`: a sequence number already seen; the first copy is kept.
 - `order`: a sequence number below one already seen but not itself seen
-  before (only a reordering transport does this); the record is kept.
+  before (a transport that swapped lines). Order is not loss: `finish` puts
+  the records back in seq order, and a run whose records all arrived is
+  complete.
 - `version`: a record whose format version differs from the first record's.
 - `truncated` (from `finish`): no `bye`, or a `bye` whose `records` is not
   the number of records that arrived.
@@ -36,6 +42,7 @@ from typing import Any, Literal
 from rtbench import STREAM_FORMAT
 from rtbench.model import StreamIssue
 from rtbench.stream.codec import crc32
+from rtbench.stream.schema import check_record
 
 IssueKind = Literal["damaged", "gap", "duplicate", "truncated", "order", "version"]
 
@@ -71,6 +78,9 @@ class Record:
     body: dict[str, Any]
     line: int
     version: int = STREAM_FORMAT
+    # True once the body passed its kind's schema (the parser checks every
+    # record it accepts; `assemble` checks those that are not marked).
+    checked: bool = field(default=False, compare=False)
 
 
 @dataclass
@@ -138,6 +148,8 @@ class StreamParser:
         self.line = 0  # number of lines fed so far
         self._first_line: dict[int, int] = {}  # seq -> line of its first copy
         self._next_seq = 0
+        self._gaps: list[tuple[int, int, int]] = []  # (seq, expected seq, line)
+        self._reordered = False
         self._version: int | None = None
         self._bye: Record | None = None
         self._finished = False
@@ -182,13 +194,18 @@ class StreamParser:
             self._issue("duplicate", f"seq {seq} repeats line {first}; the first copy is kept")
             return None
         if seq > self._next_seq:
-            lost = seq - self._next_seq
-            after = f"follows {self._next_seq - 1}" if self._next_seq else "is the first record"
-            self._issue("gap", f"seq {seq} {after}: {lost} record{'s' * (lost != 1)} lost")
+            # Lost unless it arrives later: judged in finish().
+            self._gaps.append((seq, self._next_seq, record.line))
         elif seq < self._next_seq:
-            self._issue("order", f"seq {seq} arrives after seq {self._next_seq - 1}")
+            self._reordered = True
+            self._issue("order", f"seq {seq} arrives after seq {self._next_seq - 1}; put back")
         self._next_seq = max(self._next_seq, seq + 1)
         self._first_line[seq] = record.line
+        problem = check_record(record.kind, record.body)
+        if problem is not None:
+            self._issue(problem[0], f"{record.kind} record: {problem[1]}")
+            return None
+        record.checked = True
         self.records.append(record)
         if record.kind == "bye" and self._bye is None:
             self._bye = record
@@ -198,8 +215,27 @@ class StreamParser:
         """Report a truncated stream and return everything read."""
         if not self._finished:
             self._finished = True
+            self._report_gaps()
+            if self._reordered:
+                self.records.sort(key=lambda r: r.seq)  # nearly sorted: linear
+            self.issues.sort(key=lambda i: i.line or 0)  # gaps join by line
             self._check_complete()
         return ParseResult(self.records, self.issues, self.log)
+
+    def _report_gaps(self) -> None:
+        gaps = self._gaps
+        if self._reordered:
+            # Late records may have filled some holes: find those still open.
+            gaps, expected = [], 0
+            for seq in sorted(self._first_line):
+                if seq > expected:
+                    gaps.append((seq, expected, self._first_line[seq]))
+                expected = seq + 1
+        for seq, expected, line in gaps:
+            lost = seq - expected
+            after = f"follows {expected - 1}" if expected else "is the first record"
+            detail = f"seq {seq} {after}: {lost} record{'s' * (lost != 1)} lost"
+            self._issue("gap", detail, line)
 
     def _check_complete(self) -> None:
         if not self.records:
