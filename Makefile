@@ -6,39 +6,54 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUITE ?= quick
 
-.PHONY: all setup agent agent-test run test lint pytest bench clean
+.PHONY: all setup agent agent-test run test lint pytest bench catalogue clean
 
 all: agent
 
-$(STAMP): pyproject.toml
+PIP := $(BIN)/pip --quiet --disable-pip-version-check
+
+# One line per step; tools speak only when something is wrong.
+$(STAMP): pyproject.toml setup.py
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "rtbench needs Python 3.11 or newer")'
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $@
+	@echo "setup: Python environment in $(VENV)/"
+	@$(PYTHON) -m venv $(VENV)
+	@$(PIP) install --upgrade pip
+	@echo "setup: installing rtbench and its development tools"
+	@$(PIP) install -e '.[dev]'
+	@touch $@
 
 setup: $(STAMP)
 
 agent: setup
-	$(BIN)/rtbench build
+	@printf 'agent: '; $(BIN)/rtbench build
 
 agent-test: setup
-	$(BIN)/rtbench build --flavor test
+	@printf 'agent (test build): '; $(BIN)/rtbench build --flavor test
 
 run: setup
-	$(BIN)/rtbench run --suite $(SUITE)
+	@$(BIN)/rtbench run --suite $(SUITE)
 
 lint: setup
-	$(BIN)/ruff check host tests bench
-	$(BIN)/mypy
+	@echo "lint: ruff, mypy"
+	@$(BIN)/ruff check --quiet host tests bench
+	@$(BIN)/mypy --no-error-summary
 
+# Exit 5 (no test collected) is a failure too: a suite that ran nothing passed nothing.
 pytest: setup agent agent-test
-	$(BIN)/pytest -q
+	@echo "tests: pytest (skips listed with their reason at the end)"
+	@$(BIN)/pytest -q -p no:cacheprovider; rc=$$?; \
+	  [ $$rc -ne 5 ] || echo "tests: FAILED: pytest collected no tests" >&2; exit $$rc
 
 test: lint pytest
 
 bench: setup agent
-	$(BIN)/python bench/bench_foundation.py
+	@$(BIN)/python bench/bench_foundation.py
+
+# The POSIX port's case table that `rtbench list` shows without an agent
+# (tests/agent/test_catalogue_snapshot.py says when it is out of date).
+catalogue: agent
+	@$$($(BIN)/rtbench build) --list > host/rtbench/data/posix-cases.jsonl
+	@echo "catalogue: host/rtbench/data/posix-cases.jsonl"
 
 clean:
 	rm -rf build

@@ -2,7 +2,10 @@
 
 The IDs and titles are the spec's; whether a case is implemented on a port
 comes from the agent itself (`rtbench-agent --list`), so this table can
-never claim more than the agent does.
+never claim more than the agent does. The POSIX port's answer is also
+shipped as `data/posix-cases.jsonl` (regenerated with `make catalogue`, and
+a test fails when it differs from the agent's), so `rtbench list` needs no
+built agent.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -75,11 +79,25 @@ class AgentCase:
         return {str(p["name"]) for p in self.params}
 
 
+POSIX_SNAPSHOT = "posix-cases.jsonl"
+
+
 def agent_cases(exe: Path) -> dict[str, AgentCase]:
     """What this agent build implements, from `rtbench-agent --list`."""
     out = subprocess.run(
         [str(exe), "--list"], capture_output=True, text=True, check=True, timeout=30
     ).stdout
+    return parse_list(out)
+
+
+def posix_cases() -> dict[str, AgentCase]:
+    """What the POSIX port implements, from the shipped `--list` snapshot."""
+    text = resources.files("rtbench").joinpath("data", POSIX_SNAPSHOT).read_text("utf-8")
+    return parse_list(text)
+
+
+def parse_list(out: str) -> dict[str, AgentCase]:
+    """`rtbench-agent --list` output: one JSON object per case."""
     cases: dict[str, AgentCase] = {}
     for line in out.splitlines():
         d = json.loads(line)
