@@ -30,8 +30,10 @@ agent: setup
 agent-test: setup
 	@printf 'agent (test build): '; $(BIN)/rtbench build --flavor test
 
+# Exits 0 once the run completed and is stored, whatever the OS scored
+# (docs/outcomes.md); `rtbench run` itself exits 0/1/2 for CI.
 run: setup
-	@$(BIN)/rtbench run --suite $(SUITE)
+	@$(BIN)/rtbench run --suite $(SUITE) --exit-zero-if-stored
 
 lint: setup
 	@echo "lint: ruff, mypy"

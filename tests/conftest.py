@@ -1,10 +1,14 @@
-"""Shared fixtures: the agent builds (release and test) and a helper that
-runs the agent and parses what it wrote."""
+"""Shared fixtures: the agent builds (release and test), a helper that
+runs the agent and parses what it wrote, and the one policy for tests that
+need real-time priority: `@pytest.mark.realtime` skips them, with the
+reason, where SCHED_FIFO is refused (docs/outcomes.md)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,4 +70,48 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def pytest_report_header() -> str:
-    return f"rtbench tests as uid {os.geteuid()}"
+    refused = realtime_refused()
+    rt = f"no real-time priority ({refused})" if refused else "real-time priority available"
+    return f"rtbench tests as uid {os.geteuid()}; {rt}"
+
+
+# In a child process: the test process itself must keep its own policy.
+_TRY_FIFO = (
+    "import os\n"
+    "try:\n"
+    "    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))\n"
+    "except OSError as e:\n"
+    "    raise SystemExit(f'SCHED_FIFO refused: {e.strerror}')\n"
+)
+
+
+@functools.cache
+def realtime_refused() -> str:
+    """Why this machine refuses SCHED_FIFO to the tests' user ('' when it
+    grants it): no CAP_SYS_NICE and RLIMIT_RTPRIO 0, or a cgroup without a
+    real-time budget. The agent asks for the same thing."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _TRY_FIFO], capture_output=True, text=True, check=False, timeout=60
+    )
+    if proc.returncode == 0:
+        return ""
+    return (proc.stderr.strip().splitlines() or ["SCHED_FIFO refused"])[-1]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "realtime: needs SCHED_FIFO (CAP_SYS_NICE or RLIMIT_RTPRIO); skipped with the reason "
+        "where it is refused",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wanted = [item for item in items if item.get_closest_marker("realtime")]
+    if not wanted:
+        return
+    refused = realtime_refused()
+    if refused:
+        skip = pytest.mark.skip(reason=f"needs real-time priority: {refused}")
+        for item in wanted:
+            item.add_marker(skip)

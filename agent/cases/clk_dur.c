@@ -406,8 +406,8 @@ static rtb_result report(rtb_ctx *ctx, dur *d)
         if (ctx->port->realtime)
             rtb_emit_check(ctx, "tick", true, "%s", detail);
         else
-            rtb_emit_check_error(ctx, "tick", "needs real-time priority (other threads' "
-                                 "time slices are gaps too): %s", detail);
+            rtb_emit_check_skip(ctx, "tick", "needs real-time priority (other threads' "
+                                "time slices are gaps too): %s", detail);
         if (nsrc > 1)
             rtb_warn(ctx, "recurring", "gaps recur at %d periods; `tick` is the most frequent. "
                      "Under a hypervisor the host's timer recurs too: the kernel trace "

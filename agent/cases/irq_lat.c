@@ -59,6 +59,7 @@ static void on_timer(void *arg)
         rtb_event_arm(&x->ev, 0, 0);
         rtb_sem_give(&x->done);
     }
+    RTB_INJECT_DELAY(RTB_INJ_EVENT_DELAY);
 }
 
 static void on_raise(void *arg)
@@ -69,6 +70,7 @@ static void on_raise(void *arg)
     atomic_fetch_add_explicit(&x->n, 1, memory_order_relaxed);
     if (i < x->cap && x->h_ts[i] == 0)
         x->h_ts[i] = t;
+    RTB_INJECT_DELAY(RTB_INJ_EVENT_DELAY);
     rtb_sem_give(&x->ack);
 }
 

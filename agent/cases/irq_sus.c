@@ -5,16 +5,24 @@
  * (timer overruns) plus any expiry neither handled nor counted. P is
  * searched downwards: halved from start_period_ns until events are lost,
  * then bisected between the last lossless and the first lossy period;
- * when the start already loses, P doubles until it does not (up to 1 s).
- * The search stops at min_period_ns and within duration_ms. Result: the shortest
- * lossless period (series sustained_period, check sustained_period).
+ * when the start already loses, P doubles until it does not (up to 1 s),
+ * with fewer events per try (at least MIN_EVENTS) once `count` no longer
+ * fits what is left of duration_ms. The search stops at min_period_ns and
+ * within duration_ms. Result: the shortest lossless period (series
+ * sustained_period, check sustained_period passed), or, when no period
+ * tried was lossless, a bound (series lossy_period, the longest period
+ * tried; check failed: the sustained rate is below 1/lossy_period on this
+ * machine). A slow machine is a finding, never an error (docs/outcomes.md).
  *
  * Timer only: a raised signal is queued, not merged, so it is never lost
  * that way, and the raiser's own pace would be what is measured. */
+#include <string.h>
+
 #include "irq.h"
 
 #define MAX_TRIALS 32
 #define MAX_PERIOD 1000000000 /* a timer slower than this is no interrupt rate */
+#define MIN_EVENTS 100         /* the fewest events a try widening the search may have */
 
 static const rtb_param_def params[] = {
     {.name = "count", .help = "events per tried period", .def = {1000000}, .ndef = 1, .min = 100,
@@ -29,6 +37,7 @@ static const rtb_param_def params[] = {
 
 typedef struct trial {
     rtb_time period;
+    size_t count;
     int64_t lost;
 } trial;
 
@@ -59,6 +68,47 @@ static int64_t try_period(rtb_ctx *ctx, rtb_time period, size_t count, irq_lat_o
     return lost;
 }
 
+/* Events of `period` that fit before `end`: a try takes count * period,
+ * plus a fifth and a margin for its start-up. */
+static size_t fitting(rtb_time end, rtb_time period)
+{
+    rtb_time left = end - rtb_clock_now() - 50000000;
+    return left > 0 ? (size_t)(left / period / 12 * 10) : 0;
+}
+
+static void describe(char *list, size_t cap, const trial *tried, int n, size_t count)
+{
+    size_t len = 0;
+    list[0] = '\0';
+    for (int i = 0; i < n && len < cap; i++)
+        len += (size_t)snprintf(list + len, cap - len, "%s%lld ns: %lld lost%s", i ? ", " : "",
+                                (long long)tried[i].period, (long long)tried[i].lost,
+                                tried[i].count < count ? " (fewer events)" : "");
+    if (len >= cap && cap > 4)
+        memcpy(list + cap - 4, "...", 4);
+}
+
+/* Fewer losses at a shorter period than at a longer one: the timer path
+ * did not change between the two, the machine did (stalls of other work
+ * or of the hypervisor). Compared as loss rates: a try may have fewer events. */
+static void warn_non_monotonic(rtb_ctx *ctx, const trial *tried, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            const trial *s = &tried[i], *l = &tried[j];
+            if (s->period >= l->period ||
+                (double)s->lost / (double)s->count >= (double)l->lost / (double)l->count)
+                continue;
+            rtb_warn(ctx, "stalls",
+                     "losses are not monotonic in the period (%lld of %zu lost at %lld ns, %lld "
+                     "of %zu at the longer %lld ns): the machine stalled during the tries, and "
+                     "its stalls, not only its interrupt path, bound the rate",
+                     (long long)s->lost, s->count, (long long)s->period, (long long)l->lost,
+                     l->count, (long long)l->period);
+            return;
+        }
+}
+
 static rtb_result run(rtb_ctx *ctx)
 {
     size_t count = (size_t)rtb_param(ctx, "count");
@@ -69,25 +119,34 @@ static rtb_result run(rtb_ctx *ctx)
     trial tried[MAX_TRIALS];
     int ntried = 0;
     rtb_time good = 0, bad = 0, p = start;
+    size_t good_n = 0;
     bool out_of_time = false;
     irq_lat_out out = {0};
     while (ntried < MAX_TRIALS) {
-        /* Each try takes count * p, plus a margin for start-up. */
-        if (rtb_clock_now() + (rtb_time)count * p / 10 * 12 + 50000000 > budget_end) {
-            out_of_time = true;
-            break;
+        size_t n = count, fit = fitting(budget_end, p);
+        if (fit < n) {
+            /* Still looking for a first lossless period: widen the search
+             * to the end of the budget with fewer events rather than stop
+             * with nothing to say. */
+            if (good || fit < MIN_EVENTS) {
+                out_of_time = true;
+                break;
+            }
+            n = fit;
         }
-        int64_t lost = try_period(ctx, p, count, &out);
+        int64_t lost = try_period(ctx, p, n, &out);
         if (lost < 0) {
             rtb_emit_check_error(ctx, "sustained_period", "%s could not run (error %lld)",
                                  irq_mechanism(ctx, IRQ_TIMER), (long long)lost);
             return RTB_ERROR;
         }
-        tried[ntried++] = (trial){p, lost};
-        if (lost == 0)
+        tried[ntried++] = (trial){p, n, lost};
+        if (lost == 0) {
             good = p;
-        else
+            good_n = n;
+        } else {
             bad = p;
+        }
         if (good && bad) {
             if (good - bad <= good / 8 || good - bad <= 100)
                 break; /* close enough */
@@ -102,31 +161,42 @@ static rtb_result run(rtb_ctx *ctx)
             p *= 2; /* the start already loses: go up until it does not */
         }
     }
-    char list[600] = "";
-    size_t len = 0;
-    for (int i = 0; i < ntried && len < sizeof list; i++)
-        len += (size_t)snprintf(list + len, sizeof list - len, "%s%lld ns: %lld lost",
-                                i ? ", " : "", (long long)tried[i].period,
-                                (long long)tried[i].lost);
-    if (out_of_time)
-        rtb_warn(ctx, "budget", "duration_ms ran out: the search stopped early (tried %s)", list);
+    char list[600];
+    describe(list, sizeof list, tried, ntried, count);
+    warn_non_monotonic(ctx, tried, ntried);
+    if (ntried == 0) {
+        /* Not the machine: the parameters leave no room for one try. */
+        rtb_emit_check_error(ctx, "sustained_period",
+                             "duration_ms %lld cannot hold one try of %d events at %lld ns",
+                             (long long)rtb_param(ctx, "duration_ms"), MIN_EVENTS,
+                             (long long)start);
+        return RTB_ERROR;
+    }
     if (!good) {
-        if (ntried == 0 || out_of_time) {
-            rtb_emit_check_error(ctx, "sustained_period",
-                                 "no lossless period found within duration_ms (tried %s)", list);
-            return RTB_ERROR;
-        }
+        /* A bound, and a finding about this machine: every period it could
+         * try in its budget lost events. */
+        rtb_time widest = 0;
+        for (int i = 0; i < ntried; i++)
+            widest = tried[i].period > widest ? tried[i].period : widest;
+        emit_one(ctx, "lossy_period", "ns", 0, widest);
         rtb_emit_check(ctx, "sustained_period", false,
-                       "%s; %s: every period tried lost events over %zu events (tried %s)",
-                       irq_mechanism(ctx, IRQ_TIMER), out.where, count, list);
+                       "no lossless period up to %.0f us: the sustained rate is below %.3g kHz "
+                       "on this machine (%s; %s; %s; tried %s)",
+                       (double)widest / 1e3, 1e6 / (double)widest, irq_mechanism(ctx, IRQ_TIMER),
+                       out.where,
+                       out_of_time ? "the search widened until duration_ms ran out"
+                                   : "the search reached its longest period",
+                       list);
         return RTB_FAILED;
     }
+    if (out_of_time)
+        rtb_warn(ctx, "budget", "duration_ms ran out: the search stopped early (tried %s)", list);
     emit_one(ctx, "sustained_period", "ns", 0, good);
     rtb_emit_check(ctx, "sustained_period", true,
                    "%s; handler on a blocked thread on CPU %d: shortest period without a lost event "
                    "%lld ns (%.0f events/s) over %zu events%s (tried %s)",
                    irq_mechanism(ctx, IRQ_TIMER), irq_cpu(ctx), (long long)good, 1e9 / (double)good,
-                   count, good / 2 < min && !bad ? "; no loss down to min_period_ns" : "", list);
+                   good_n, good / 2 < min && !bad ? "; no loss down to min_period_ns" : "", list);
     return RTB_PASSED;
 }
 

@@ -139,9 +139,11 @@ static rtb_result run(rtb_ctx *ctx)
     describe(dc, sizeof dc, "plain", &plain);
     describe(dp, sizeof dp, "PI", &pi);
     if (!ctx->port->realtime) {
-        rtb_emit_check_error(ctx, "control", "needs real-time priority (SCHED_FIFO); saw: %s", dc);
-        rtb_emit_check_error(ctx, "pi", "needs real-time priority (SCHED_FIFO); saw: %s", dp);
-        return RTB_ERROR;
+        rtb_emit_check_skip(ctx, "control", "needs real-time priority (%s); saw: %s",
+                            ctx->port->rt_detail, dc);
+        rtb_emit_check_skip(ctx, "pi", "needs real-time priority (%s); saw: %s",
+                            ctx->port->rt_detail, dp);
+        return RTB_SKIPPED;
     }
     if (plain.invalid || pi.invalid) {
         rtb_emit_check_error(ctx, "control", "the scenario could not be set up: %s", dc);

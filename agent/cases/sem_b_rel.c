@@ -75,12 +75,10 @@ static size_t list_prios(char *buf, size_t cap, const int *prio, int n)
 static rtb_result run(rtb_ctx *ctx)
 {
     int n = (int)rtb_param(ctx, "waiters");
-    if (!ctx->port->realtime) {
-        rtb_emit_check_error(ctx, "release_order",
-                             "needs real-time priority: waiters must block in a set order and "
-                             "preempt the giver");
-        return RTB_ERROR;
-    }
+    static const char *const names[] = {"release_order"};
+    if (!rtb_checks_need_realtime(ctx, names, 1,
+                                  "waiters must block in a set order and preempt the giver"))
+        return RTB_SKIPPED;
     /* The controller sits just below its waiters; all stay within 1..97. */
     int ctl = ctx->opt->priority;
     if (ctl > RTB_PRIO_MAX - 2 - n)

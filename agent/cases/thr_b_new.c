@@ -134,11 +134,12 @@ static rtb_result run(rtb_ctx *ctx)
     };
     const int nchecks = (int)(sizeof checks / sizeof checks[0]);
     if (!ctx->port->realtime) {
+        const char *names[sizeof checks / sizeof checks[0]];
         for (int c = 0; c < nchecks; c++)
-            rtb_emit_check_error(ctx, checks[c].name,
-                                 "needs real-time priority: without it the scheduler does not "
-                                 "order threads by priority");
-        return RTB_ERROR;
+            names[c] = checks[c].name;
+        rtb_checks_need_realtime(ctx, names, nchecks,
+                                 "without it the scheduler does not order threads by priority");
+        return RTB_SKIPPED;
     }
     /* The creator sets its own priority: an injected creation fault then
      * shifts only the threads it creates. */

@@ -282,12 +282,10 @@ static rtb_result run(rtb_ctx *ctx)
         if (dropped)
             rtb_warn(ctx, "buffer_full", "%zu slices beyond the log were not analysed", dropped);
         char detail[512];
-        bool failed = false, errored = false;
-        if (!ctx->port->realtime) {
-            static const char why[] = "needs real-time priority: SCHED_RR was not available";
-            rtb_emit_check_error(ctx, "fairness", "%s", why);
-            rtb_emit_check_error(ctx, "first_slice", "%s", why);
-            errored = true;
+        bool failed = false, errored = false, skipped = false;
+        static const char *const names[] = {"fairness", "first_slice"};
+        if (!rtb_checks_need_realtime(ctx, names, 2, "SCHED_RR was not available")) {
+            skipped = true;
         } else {
             bool noise;
             verdict(ctx, "fairness", fairness(t, n, tol, detail, sizeof detail, &noise), detail,
@@ -302,7 +300,7 @@ static rtb_result run(rtb_ctx *ctx)
         }
         /* A wrong scheduler is the finding even when the other check had
          * too little to go on. */
-        r = failed ? RTB_FAILED : errored ? RTB_ERROR : RTB_PASSED;
+        r = failed ? RTB_FAILED : errored ? RTB_ERROR : skipped ? RTB_SKIPPED : RTB_PASSED;
     }
     rtb_emit_series(ctx, &s);
     rtb_series_free(&s);

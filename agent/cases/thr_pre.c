@@ -112,7 +112,9 @@ static rtb_result run(rtb_ctx *ctx)
         r = RTB_ERROR;
     if (loaded) {
         /* Figures "under load" mean nothing if the load never got the CPU. */
-        bool ran = ls.ops_min > 0;
+        bool ran = ls.ops_total > 0;
+        if (ran && ls.ops_min == 0) /* less load than asked, still under load */
+            rtb_warn(ctx, "load_idle", "a kernel-load thread completed no operation");
         char where[32] = "normal priority";
         if (ctx->port->realtime)
             snprintf(where, sizeof where, "priority %d", al.priority);

@@ -25,6 +25,7 @@ static const char *const sites[RTB_INJ_COUNT] = {
     [RTB_INJ_NEW_PRIO] = "new_prio",
     [RTB_INJ_OP_DELAY] = "op_delay",
     [RTB_INJ_MUTEX_NOPI] = "mutex_nopi",
+    [RTB_INJ_EVENT_DELAY] = "event_delay",
 };
 
 int rtb_inject_set(const char *assignment)

@@ -149,7 +149,10 @@ typedef struct rtb_param_values {
 
 /* ---- the context a case runs in -------------------------------------- */
 
-typedef enum { RTB_PASSED, RTB_FAILED, RTB_ERROR, RTB_UNSUPPORTED } rtb_result;
+/* docs/outcomes.md: failed is a finding about the OS; skipped means the case
+ * cannot apply here (no real-time priority, one CPU), with the reason;
+ * error means rtbench could not measure. */
+typedef enum { RTB_PASSED, RTB_FAILED, RTB_ERROR, RTB_UNSUPPORTED, RTB_SKIPPED } rtb_result;
 
 typedef struct rtb_options {
     int cpu;             /* measurement CPU */
@@ -171,6 +174,10 @@ typedef struct rtb_ctx {
     atomic_bool stop;      /* set by the monitor: measured loops check it */
     rtb_time started;      /* when the current case began */
     rtb_time deadline;     /* hard deadline of the current case */
+    /* Checks the current case wrote: a case whose every check was skipped
+     * is itself skipped (docs/outcomes.md). */
+    int checks_applied, checks_skipped;
+    char skip_reason[256]; /* the first skipped check's detail: the case's reason */
 } rtb_ctx;
 
 typedef struct rtb_case {
@@ -217,6 +224,11 @@ void rtb_emit_check(rtb_ctx *ctx, const char *name, bool pass, const char *fmt, 
     RTB_PRINTF(4, 5);
 void rtb_emit_check_error(rtb_ctx *ctx, const char *name, const char *fmt, ...)
     RTB_PRINTF(3, 4);
+/* A check that cannot apply on this machine; the detail says why. */
+void rtb_emit_check_skip(rtb_ctx *ctx, const char *name, const char *fmt, ...) RTB_PRINTF(3, 4);
+/* Without real-time priority: every named check is skipped with `why`, and
+ * the case's result is RTB_SKIPPED (returns false). True: the checks apply. */
+bool rtb_checks_need_realtime(rtb_ctx *ctx, const char *const *names, int n, const char *why);
 void rtb_warn(rtb_ctx *ctx, const char *code, const char *fmt, ...) RTB_PRINTF(3, 4);
 
 /* Test builds only (RTB_TEST_HOOKS): injected faults that known-answer
@@ -233,6 +245,7 @@ typedef enum {
     RTB_INJ_NEW_PRIO,      /* a broken create: new threads get priority + N */
     RTB_INJ_OP_DELAY,      /* busy-wait inside every timed primitive call (SYS-CALL, ARN) */
     RTB_INJ_MUTEX_NOPI,    /* a broken mutex: RTB_MUTEX_PI is ignored */
+    RTB_INJ_EVENT_DELAY,   /* a slow machine: busy-wait in every IRQ event handler */
     RTB_INJ_COUNT
 } rtb_inject_site;
 

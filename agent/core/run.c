@@ -178,6 +178,14 @@ static void vcheck(rtb_ctx *ctx, const char *name, const char *verdict, const ch
 {
     char detail[1024];
     vsnprintf(detail, sizeof detail, fmt, ap);
+    if (strcmp(verdict, "skip") != 0) {
+        ctx->checks_applied++;
+    } else if (!ctx->checks_skipped++) {
+        /* Clipped on purpose: the check itself carries the whole detail. */
+        size_t n = strnlen(detail, sizeof ctx->skip_reason - 1);
+        memcpy(ctx->skip_reason, detail, n);
+        ctx->skip_reason[n] = '\0';
+    }
     rtb_json *j = rtb_rec_begin(ctx->stream, "check");
     case_keys(j, ctx);
     rtb_json_str(j, "name", name);
@@ -200,6 +208,24 @@ void rtb_emit_check_error(rtb_ctx *ctx, const char *name, const char *fmt, ...)
     va_start(ap, fmt);
     vcheck(ctx, name, "error", fmt, ap);
     va_end(ap);
+}
+
+void rtb_emit_check_skip(rtb_ctx *ctx, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vcheck(ctx, name, "skip", fmt, ap);
+    va_end(ap);
+}
+
+bool rtb_checks_need_realtime(rtb_ctx *ctx, const char *const *names, int n, const char *why)
+{
+    if (ctx->port->realtime)
+        return true;
+    for (int i = 0; i < n; i++)
+        rtb_emit_check_skip(ctx, names[i], "needs real-time priority (%s): %s",
+                            ctx->port->rt_detail, why);
+    return false;
 }
 
 void rtb_warn(rtb_ctx *ctx, const char *code, const char *fmt, ...)

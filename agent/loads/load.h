@@ -82,6 +82,8 @@ int rtb_load_begin(rtb_load **out, const rtb_load_spec *spec, const rtb_load_pla
  * releases everything. NULL is a no-op. `st` may be NULL. RTB_ETIMEDOUT:
  * a thread did not stop (its memory is deliberately kept). */
 int rtb_load_stop(rtb_load *l, rtb_time deadline, rtb_load_stats *st);
+/* How long rtb_load_begin waited for every thread to run (ns). */
+rtb_time rtb_load_start_ns(const rtb_load *l);
 /* A one-line description for check details: "2 threads (SCHED_OTHER) on
  * CPUs 0,1". */
 void rtb_load_describe(const rtb_load *l, char *buf, size_t cap);

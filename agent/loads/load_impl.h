@@ -44,6 +44,7 @@ struct rtb_load {
     atomic_int ready, failed;
     char fail_msg[160];
     int n, started, priority;
+    rtb_time start_ns; /* how long its threads took to run */
     int cpus[64], ncpus; /* for the description */
     char dir[160];
     bool have_dir;

@@ -14,12 +14,14 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-Verdict = Literal["pass", "fail", "error"]
-CaseOutcome = Literal["passed", "failed", "error", "unsupported"]
+# docs/outcomes.md: `skip`/`skipped` cannot apply on this machine (the
+# detail or reason says why); they neither pass nor fail a run.
+Verdict = Literal["pass", "fail", "error", "skip"]
+CaseOutcome = Literal["passed", "failed", "error", "unsupported", "skipped"]
 RunOutcome = Literal["passed", "failed", "error"]
 
 # Worst first: a run's result is the worst of its cases'.
-_OUTCOME_RANK = {"error": 0, "failed": 1, "passed": 2, "unsupported": 3}
+_OUTCOME_RANK = {"error": 0, "failed": 1, "passed": 2, "unsupported": 3, "skipped": 3}
 
 Point = dict[str, int | str]
 Int64Array = npt.NDArray[np.int64]

@@ -79,14 +79,13 @@ def test_every_kind_runs_counts_its_work_and_cleans_up(
             if kind != "stress":  # one thread per CPU, at normal priority, by default
                 n = os.cpu_count()
                 assert chk.detail.startswith(f"{n} thread{'s' if n != 1 else ''} (SCHED_OTHER)")
-            # Every thread did work - unless another session's real-time
-            # task held its CPU all along (this machine is shared): then
-            # the check says so, as an error, not a pass.
+            # The load ran; a thread that did nothing (another session's
+            # real-time task held its CPU all along: this machine is
+            # shared) is a warning beside the pass, never an error.
+            assert chk.verdict == "pass", chk
             least = re.search(r"the least busy thread (\d+)", chk.detail)
-            if chk.verdict == "pass":
-                assert least is None or int(least.group(1)) > 0, chk.detail
-            else:
-                assert chk.verdict == "error" and "never completed one" in chk.detail, chk
+            if least is not None and int(least.group(1)) == 0:
+                assert any(w.code == "load_idle" for w in c.warnings), chk
     assert list(tmp_path.iterdir()) == []  # no file or folder left behind
 
 

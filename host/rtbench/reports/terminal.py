@@ -16,8 +16,9 @@ _OUTCOME_STYLE = {
     "failed": "red",
     "error": "bold red",
     "unsupported": "yellow",
+    "skipped": "yellow",
 }
-_VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "bold red"}
+_VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "bold red", "skip": "yellow"}
 
 
 def us(ns: float | None) -> str:
@@ -154,3 +155,27 @@ def render_run(run: Run, console: Console) -> None:
     style = _OUTCOME_STYLE.get(run.outcome, "")
     complete = "" if run.complete else " (stream incomplete)"
     console.print(Text(f"Result: {run.outcome}{complete}", style=f"bold {style}"))
+    note = _not_judged(run)
+    if note:
+        console.print(Text(f"  {note}", style="yellow"))
+
+
+def _not_judged(run: Run) -> str:
+    """What a `passed` does not cover: skipped checks and cases that could
+    not apply here (docs/outcomes.md). A run where nothing applied says so
+    rather than pass silently."""
+    skipped = [ch for c in run.cases for ch in c.checks if ch.verdict == "skip"]
+    idle = [c for c in run.cases if c.outcome in ("skipped", "unsupported")]
+    if not skipped and not idle:
+        return ""
+    if run.cases and len(idle) == len(run.cases):
+        return (
+            f"nothing was judged: all {len(idle)} cases were skipped or unsupported here "
+            "(reasons above); this run says nothing about the OS"
+        )
+    parts = []
+    if skipped:
+        parts.append(f"{len(skipped)} checks skipped")
+    if idle:
+        parts.append(f"{len(idle)} of {len(run.cases)} cases skipped or unsupported")
+    return ", ".join(parts) + ": they could not apply here (reasons above) and are not passes"
