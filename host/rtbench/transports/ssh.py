@@ -1,0 +1,153 @@
+"""Runs the agent on another machine through the system `ssh`.
+
+The agent must never outlive the run, whatever ends it: the host's Ctrl-C,
+the host killed, the link cut, sshd killed. sshd sends no signal when a
+session without a terminal ends, but it does close the session's stdin. So
+the agent is started by a small remote wrapper that puts it in its own
+process group, watches its own stdin, and kills that group when stdin
+reaches its end. The host keeps ssh's stdin open for the whole run and
+closes it to stop the agent; a dead host or a cut link closes it too.
+
+The wrapper also gives the agent a fresh working and temporary folder
+(TMPDIR: the `io` load writes there) and removes it afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import shlex
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+
+from rtbench.transports.base import TransportError
+
+_EOF = b""
+# Exit status of the wrapper when it cannot even start the agent.
+WRAPPER_FAILED = 125
+
+# $1 the agent, $2 the folder for per-run folders, then the agent's arguments.
+# Background jobs of a non-interactive shell read /dev/null, hence fd 3.
+WRAPPER = r"""
+exe=$1; base=$2; shift 2
+run=$(mktemp -d "$base/run.XXXXXX") || exit 125
+cd "$run" || exit 125
+TMPDIR=$run; export TMPDIR
+exec 3<&0
+if command -v setsid >/dev/null 2>&1; then
+  setsid "$exe" "$@" </dev/null &
+else
+  "$exe" "$@" </dev/null &
+fi
+pid=$!
+(
+  while read -r _ <&3; do :; done
+  kill -TERM -"$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
+  sleep 2
+  kill -KILL -"$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null
+) >/dev/null 2>&1 &
+watch=$!
+exec 3<&-
+trap 'kill -KILL -"$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null' HUP INT TERM PIPE
+wait "$pid"; status=$?
+kill "$watch" 2>/dev/null
+cd / && rm -rf "$run"
+exit "$status"
+"""
+
+
+def remote_command(exe: str, run_base: str, args: list[str], sudo: bool) -> str:
+    """The command line the target's login shell runs for one agent run."""
+    argv = ["sh", "-c", WRAPPER, "rtbench-run", exe, run_base, *args]
+    return ("sudo -n " if sudo else "") + shlex.join(argv)
+
+
+class SshTransport:
+    """The agent on a target reached with `ssh`, its stream on ssh's stdout."""
+
+    def __init__(
+        self,
+        ssh: Callable[[str], list[str]],
+        exe: str,
+        run_base: str,
+        sudo: bool,
+        name: str,
+    ) -> None:
+        self.ssh = ssh  # remote command -> the ssh argv running it
+        self.exe = exe
+        self.run_base = run_base
+        self.sudo = sudo
+        self.name = name
+        self.idle_timeout: float | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._queue: queue.Queue[bytes] = queue.Queue(maxsize=10000)
+        self._stderr: list[str] = []
+        self._readers: list[threading.Thread] = []
+
+    def start(self, args: list[str]) -> None:
+        argv = self.ssh(remote_command(self.exe, self.run_base, args, self.sudo))
+        try:
+            # Its own session: a terminal's Ctrl-C reaches the host, which
+            # then stops the agent in order (and keeps its exit status).
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as e:
+            raise TransportError(f"cannot start ssh: {e}") from e
+        self._readers = [
+            threading.Thread(target=self._pump, daemon=True),
+            threading.Thread(target=self._drain_stderr, daemon=True),
+        ]
+        for t in self._readers:
+            t.start()
+
+    def _pump(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            self._queue.put(raw.rstrip(b"\n"))
+        self._queue.put(_EOF)
+
+    def _drain_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            self._stderr.append(raw.decode("utf-8", "replace").rstrip("\n"))
+
+    def lines(self) -> Iterator[bytes]:
+        while True:
+            timeout = self.idle_timeout
+            try:
+                item = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                raise TransportError(
+                    f"the agent on {self.name} wrote nothing for {timeout:.0f} s; stopped it"
+                ) from None
+            if item is _EOF:
+                return
+            yield item
+
+    def stop(self) -> int | None:
+        proc = self.proc
+        if proc is None:
+            return None
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()  # the wrapper's cue to end the agent
+        try:
+            # The wrapper's TERM, then KILL 2 s later, then the round trip.
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            # The link is gone: ending ssh ends the session, and the wrapper
+            # sees its stdin close whenever sshd notices.
+            proc.kill()
+        status = proc.wait()
+        for t in self._readers:
+            t.join(timeout=5)
+        return status
+
+    def diagnostics(self) -> str:
+        return "\n".join(self._stderr[-20:])

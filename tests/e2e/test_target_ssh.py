@@ -1,0 +1,262 @@
+"""End-to-end: the SSH target against a real sshd started by the test.
+
+sshd listens on a free port of 127.0.0.1 with a temporary host key and
+accepts one temporary user key; the client reaches it through an alias of
+an ssh_config written for the test, so alias resolution is what `ssh` does.
+The agent is copied there (cached by checksum), runs as root through the
+remote wrapper, and must be gone after Ctrl-C at the host, after the host is
+killed, and after the connection is cut (sshd's session process killed).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from rtbench.model import Run
+from rtbench.session import collect
+from rtbench.targets import resolve
+from rtbench.targets.ssh import SshTarget
+from rtbench.transports import LocalTransport
+
+SSHD = "/usr/sbin/sshd"
+ALIAS = "rtb-test-alias"
+CASES = ["CAL-TIMER:reads=2000:rounds=100", "CAL-REF:repeats=20", "THR-SW:n=2:duration_ms=50"]
+# Interrupted long before it ends.
+LONG = ["CAL-REF:repeats=20", "THR-SW:n=2:duration_ms=120000"]
+WAIT_S = 60.0  # bound on waiting for a condition; never a measured time
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(os.geteuid() != 0, reason="sshd needs root"),
+    pytest.mark.skipif(
+        not Path(SSHD).is_file() or shutil.which("ssh") is None,
+        reason="openssh-server and openssh-client are needed",
+    ),
+]
+
+
+@dataclass
+class Sshd:
+    proc: subprocess.Popen[bytes]
+    port: int
+    config: Path  # the client's ssh_config with the alias
+    remote_dir: Path  # the agent cache on the "target"
+
+    def spec(self) -> str:
+        return f"ssh://{ALIAS}?config={self.config}&dir={self.remote_dir}"
+
+    def sessions(self) -> list[int]:
+        """sshd's per-connection processes (children of the listener)."""
+        return _children(self.proc.pid)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            kids.append(int(stat.parent.name))
+    return kids
+
+
+def _agents_running(exe_dir: Path) -> list[int]:
+    """Processes executing an agent from the target's cache folder."""
+    found = []
+    for exe in Path("/proc").glob("[0-9]*/exe"):
+        try:
+            target = os.readlink(exe)
+        except OSError:
+            continue
+        if target.startswith(str(exe_dir) + "/"):
+            found.append(int(exe.parent.name))
+    return found
+
+
+def _until(cond: object, what: str) -> None:
+    end = time.monotonic() + WAIT_S
+    while time.monotonic() < end:
+        if callable(cond) and cond():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"still waiting after {WAIT_S:.0f} s for {what}")
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    d = tmp_path_factory.mktemp("sshd")
+    for key in ("host_key", "user_key"):
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / key)], check=True
+        )
+    shutil.copy(d / "user_key.pub", d / "authorized_keys")
+    port = _free_port()
+    (d / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\n"
+        f"AuthorizedKeysFile {d}/authorized_keys\nPidFile none\n"
+        "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nLogLevel ERROR\n"
+    )
+    (d / "ssh_config").write_text(
+        f"Host {ALIAS}\n  HostName 127.0.0.1\n  Port {port}\n  User root\n"
+        f"  IdentityFile {d}/user_key\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n"
+        f"  UserKnownHostsFile {d}/known_hosts\n  LogLevel ERROR\n"
+    )
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation
+    proc = subprocess.Popen(
+        [SSHD, "-D", "-e", "-f", str(d / "sshd_config")], stderr=subprocess.PIPE
+    )
+    try:
+
+        def listening() -> bool:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", port)) == 0
+
+        _until(listening, "sshd to listen")
+        yield Sshd(proc, port, d / "ssh_config", d / "remote")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _shape(run: Run) -> list[tuple[str, list[tuple[str, str]]]]:
+    return [(c.case, sorted((s.name, str(s.point)) for s in c.series)) for c in run.cases]
+
+
+def test_a_run_through_an_alias_stores_the_same_cases_as_a_local_run(
+    sshd: Sshd, agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # By name from a targets file: the options go with it.
+    targets = tmp_path / "targets.toml"
+    targets.write_text(
+        f'[lab]\nspec = "ssh://{ALIAS}"\nconfig = "{sshd.config}"\ndir = "{sshd.remote_dir}"\n'
+    )
+    monkeypatch.setenv("RTBENCH_TARGETS", str(targets))
+    target = resolve("lab")
+    assert isinstance(target, SshTarget) and target.name == "lab"
+    assert target.check().ok
+
+    remote = collect(target.transport(), CASES)
+    meta = target.metadata()
+    assert meta["arch"] == os.uname().machine and meta["privilege"] == "root"
+    assert meta["agent_copied"] is True
+    local = collect(LocalTransport(agent), CASES)
+    assert remote.complete, remote.issues
+    assert remote.target == "lab"
+    assert _shape(remote) == _shape(local)
+    assert [c.case for c in remote.cases] == ["CAL-TIMER", "CAL-REF", "THR-SW"]
+    assert all(c.outcome in ("passed", "failed") for c in remote.cases)
+    assert remote.realtime  # root on the target
+
+    # Cached by checksum: the same agent is not copied again...
+    target.transport()
+    assert target.metadata()["agent_copied"] is False
+    # ...and a changed copy on the target is found and replaced.
+    cached = sshd.remote_dir / f"rtbench-agent-{os.uname().machine}"
+    size = cached.stat().st_size
+    with cached.open("ab") as f:
+        f.write(b"damage")
+    target.transport()
+    assert target.metadata()["agent_copied"] is True
+    assert cached.stat().st_size == size
+    # Each run's folder on the target is removed, and no agent is left.
+    assert sorted(p.name for p in sshd.remote_dir.iterdir()) == [cached.name]
+    assert not _agents_running(sshd.remote_dir)
+
+
+def test_the_agents_complaint_comes_back_as_the_error(sshd: Sshd) -> None:
+    from rtbench.transports import TransportError
+
+    target = resolve(sshd.spec())
+    with pytest.raises(TransportError, match="NO-SUCH-CASE"):
+        collect(target.transport(), ["NO-SUCH-CASE"])
+
+
+def test_an_unreachable_target_says_why(sshd: Sshd) -> None:
+    closed = resolve(f"ssh://root@127.0.0.1:{_free_port()}?config={sshd.config}&timeout=5")
+    reach = closed.check(timeout=5)
+    assert not reach.ok and "refused" in reach.detail.lower(), reach.detail
+
+
+HOST = """
+import signal, sys
+from rtbench.session import Interrupted, collect
+from rtbench.targets import resolve
+
+def on_record(rec, p):
+    if rec.kind == "begin":
+        print("begin", rec.body["case"], flush=True)
+
+transport = resolve(sys.argv[1]).transport()
+try:
+    run = collect(transport, sys.argv[2:], on_record)
+except Interrupted as e:
+    print("interrupted", [c.case for c in e.run.cases], flush=True)
+    sys.exit(130)
+print("ended", run.complete, [i.detail for i in run.issues], flush=True)
+sys.exit(0 if run.complete else 2)
+"""
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "connection-cut", "host-killed"])
+def test_the_remote_agent_dies_with_the_run(sshd: Sshd, how: str) -> None:
+    host = subprocess.Popen(
+        [sys.executable, "-c", HOST, sshd.spec(), *LONG],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert host.stdout is not None
+        # Mid-case: THR-SW has begun on the target.
+        for line in host.stdout:
+            if line.startswith("begin THR-SW"):
+                break
+        else:
+            pytest.fail(
+                f"the run never reached THR-SW: {host.stderr.read() if host.stderr else ''}"
+            )
+        assert _agents_running(sshd.remote_dir)
+        if how == "ctrl-c":
+            host.send_signal(signal.SIGINT)
+        elif how == "connection-cut":
+            sessions = sshd.sessions()
+            assert sessions
+            for pid in sessions:
+                os.kill(pid, signal.SIGKILL)
+        else:
+            host.kill()
+        rest, err = host.communicate(timeout=WAIT_S)
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+    if how == "ctrl-c":
+        assert host.returncode == 130, rest + err
+        assert "interrupted ['CAL-REF', 'THR-SW']" in rest
+    elif how == "connection-cut":
+        assert host.returncode == 2, rest + err
+        assert rest.startswith("ended False"), rest + err
+    # Gone: no agent, no run folder left on the target.
+    _until(lambda: not _agents_running(sshd.remote_dir), "the remote agent to end")
+    _until(lambda: not list(sshd.remote_dir.glob("run.*")), "the remote run folder to be removed")
