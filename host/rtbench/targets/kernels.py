@@ -44,7 +44,7 @@ _NO_APT = (
     "`rtbench kernel fetch` needs apt-get and dpkg-deb (a Debian or Ubuntu host, or a "
     "container of one). Elsewhere, download {pkg} (any recent linux-image-*-{flavor}amd64 "
     "from Debian's archive), extract it with `ar x` and `tar -xf data.tar.xz ./boot`, and "
-    "pass the boot/vmlinuz-* file with --kernel PATH (or as the target `qemu:PATH`)."
+    "boot the boot/vmlinuz-* file as the target `qemu:PATH`."
 )
 
 
@@ -90,7 +90,7 @@ def resolve(spec: KernelSpec) -> tuple[str, str]:
     except KernelError as e:
         raise KernelError(
             f"apt knows no package {spec.metapackage} (Debian's name for it): run "
-            f"`apt-get update` on a Debian host, or pass a kernel with --kernel PATH\n{e}"
+            f"`apt-get update` on a Debian host, or boot any kernel image as qemu:PATH\n{e}"
         ) from None
     m = re.search(r"Depends:\s*(linux-image-\S+)", deps)
     if m is None:

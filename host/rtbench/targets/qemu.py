@@ -278,7 +278,7 @@ class QemuTarget:
 
 def make_target(name: str, opts: Options, label: str) -> QemuTarget:
     """`qemu:NAME` with its options (the entry point of targets.resolve)."""
-    if name not in kernels.KNOWN and "/" not in name and not name.endswith(("bzImage", "Image")):
+    if name not in kernels.KNOWN and "/" not in name and not Path(name).is_file():
         raise TargetError(
             f"qemu:{name}: unknown kernel; use qemu:debian-rt, qemu:debian-generic or "
             "qemu:/path/to/bzImage"

@@ -92,13 +92,21 @@ class QemuTransport:
         self._stderr: list[str] = []
         self._readers: list[threading.Thread] = []
         self._workdir: Path | None = None
+        self.run_dir = ""  # the guest's files (initrd, console) while it runs
 
     @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None else None
 
     def start(self, args: list[str]) -> None:
+        # One guest per start: a transport may run the agent more than once.
+        self.stop()
+        self.proc = None
+        self.timings, self.guest_uptime_at_init, self.console = {}, None, ""
+        self._exit_status, self._stderr = None, []
+        self._queue = queue.Queue(maxsize=10000)
         self._workdir = Path(tempfile.mkdtemp(prefix="rtbench-qemu-"))
+        self.run_dir = str(self._workdir)
         try:
             base = initramfs.base_archive(self.agent)
             initrd = initramfs.run_archive(base, args, self._workdir / "initrd.cpio")
@@ -207,6 +215,9 @@ class QemuTransport:
         started = [i for i, line in enumerate(console) if "starting the agent" in line]
         tail = console[started[-1] + 1 :] if started else console[-15:]
         parts += [line for line in tail if line.strip()][-20:]
-        if self._exit_status is None and self.proc is not None and self.proc.returncode == 0:
+        code = self.proc.returncode if self.proc is not None else None
+        if self._exit_status is None and code == 0:
             parts.insert(0, "the guest ended without reporting the agent's exit status")
+        elif self._exit_status is None and code is not None and code < 0:
+            parts.insert(0, f"QEMU was ended by {signal.Signals(-code).name}")
         return "\n".join(parts)

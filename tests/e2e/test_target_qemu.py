@@ -1,0 +1,172 @@
+"""QEMU targets against a real QEMU (TCG) booting Debian's kernel packages.
+
+The tests fetch the kernels themselves (`rtbench kernel fetch`'s code, into
+the user's cache: a second run reuses them) and boot one guest per run:
+the PREEMPT_RT kernel and the generic one each run two short cases, and
+what is stored is the guest's kernel, not this machine's. A guest killed
+mid-run and a run stopped by Ctrl-C keep the finished cases, are marked
+incomplete and leave no QEMU behind.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rtbench.model import Run
+from rtbench.session import Interrupted, Progress, collect
+from rtbench.store import Store
+from rtbench.stream import Record
+from rtbench.targets import kernels, resolve
+from rtbench.targets.qemu import QemuTarget, probe_kvm
+from rtbench.targets.qemu_transport import QemuTransport
+
+CASES = ["CAL-REF:repeats=10", "SYS-CALL:iterations=100"]
+# Long enough that a guest stopped after the first case is stopped inside it.
+LONG_SECOND = ["CAL-REF:repeats=10", "THR-SW:n=2:duration_ms=60000"]
+
+
+@pytest.fixture(scope="module")
+def fetched() -> dict[str, kernels.Kernel]:
+    return {name: kernels.fetch(name) for name in ("debian-rt", "debian-generic")}
+
+
+def _qemu_processes(run_dir: str) -> list[int]:
+    """QEMU processes whose command line names this run's files."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if run_dir.encode() in argv and b"qemu-system" in argv:
+            pids.append(int(entry.name))
+    return pids
+
+
+def _target(spec: str) -> QemuTarget:
+    target = resolve(spec)
+    assert isinstance(target, QemuTarget)
+    return target
+
+
+def _transport(spec: str) -> Iterator[QemuTransport]:
+    transport = _target(spec).transport()
+    try:
+        yield transport
+    finally:
+        transport.stop()
+        assert transport.run_dir and not _qemu_processes(transport.run_dir)
+
+
+@pytest.fixture
+def rt(fetched: dict[str, kernels.Kernel]) -> Iterator[QemuTransport]:
+    yield from _transport("qemu:debian-rt?accel=tcg")
+
+
+@pytest.fixture
+def generic(fetched: dict[str, kernels.Kernel]) -> Iterator[QemuTransport]:
+    yield from _transport("qemu:debian-generic?accel=tcg&isolcpus=1")
+
+
+def _store_and_read_kernel(run: Run, tmp_path: Path) -> str:
+    with Store(tmp_path / "runs.sqlite") as store:
+        run_id = store.save(run)
+        (summary,) = [r for r in store.list_runs() if r.id == run_id]
+        assert store.load(run_id).hello["os"]["release"] == summary.kernel
+    return summary.kernel
+
+
+def test_fetch_records_the_release(fetched: dict[str, kernels.Kernel]) -> None:
+    rt, generic = fetched["debian-rt"], fetched["debian-generic"]
+    assert rt.image.is_file() and generic.image.is_file()
+    assert rt.release.endswith("-rt-amd64") and "-rt" not in generic.release
+    # A second fetch of the same package version is the cached one.
+    assert kernels.fetch("debian-rt") == rt
+
+
+def test_rt_kernel_run_stores_the_guests_kernel(
+    rt: QemuTransport, fetched: dict[str, kernels.Kernel], tmp_path: Path
+) -> None:
+    run = collect(rt, CASES)
+    assert run.complete and [c.case for c in run.cases] == ["CAL-REF", "SYS-CALL"]
+    assert all(c.outcome == "passed" for c in run.cases), [(c.case, c.reason) for c in run.cases]
+    os_info = run.hello["os"]
+    assert os_info["release"] == fetched["debian-rt"].release != platform.release()
+    assert os_info["preempt"] == "PREEMPT_RT"
+    # The guest's own command line and clocksource, read in the guest.
+    assert "tsc=reliable" in os_info["cmdline"] and os_info["clocksource"]
+    assert run.hello["realtime"]["ok"] is True  # the agent is root in its guest
+    assert _store_and_read_kernel(run, tmp_path) == fetched["debian-rt"].release
+    assert set(rt.timings) == {"init", "first_record", "exit"}
+    assert rt.timings["init"] <= rt.timings["first_record"] <= rt.timings["exit"]
+
+
+def test_generic_kernel_run_with_isolated_cpu(
+    generic: QemuTransport, fetched: dict[str, kernels.Kernel], tmp_path: Path
+) -> None:
+    run = collect(generic, CASES)
+    assert run.complete and [c.outcome for c in run.cases] == ["passed", "passed"]
+    os_info = run.hello["os"]
+    release = _store_and_read_kernel(run, tmp_path)
+    assert release == fetched["debian-generic"].release
+    assert "-rt" not in release and release != platform.release()
+    assert os_info["preempt"] != "PREEMPT_RT" and os_info["isolated_cpus"] == "1"
+    assert "isolcpus=1" in os_info["cmdline"]
+    assert run.hello["cpu"]["count"] == 2
+
+
+def test_killed_guest_keeps_finished_cases(rt: QemuTransport) -> None:
+    def kill_after_first_case(rec: Record, progress: Progress) -> None:
+        if rec.kind == "end" and progress.cases_done == 1:
+            assert rt.pid is not None
+            os.kill(rt.pid, signal.SIGKILL)
+
+    run = collect(rt, LONG_SECOND, kill_after_first_case)
+    assert not run.complete
+    assert run.case("CAL-REF").outcome == "passed"  # type: ignore[union-attr]
+    second = run.case("THR-SW")
+    assert second is None or second.outcome == "error"
+    assert any("QEMU was ended by SIGKILL" in i.detail for i in run.issues), run.issues
+    assert rt.proc is not None and rt.proc.poll() is not None
+
+
+def test_ctrl_c_stops_the_guest(rt: QemuTransport) -> None:
+    def interrupt_after_first_case(rec: Record, progress: Progress) -> None:
+        if rec.kind == "end" and progress.cases_done == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(Interrupted) as caught:
+        collect(rt, LONG_SECOND, interrupt_after_first_case)
+    run = caught.value.run
+    assert not run.complete
+    assert run.case("CAL-REF").outcome == "passed"  # type: ignore[union-attr]
+    assert rt.proc is not None and rt.proc.poll() is not None
+    assert not _qemu_processes(rt.run_dir)
+
+
+def test_every_qemu_run_is_emulated_with_its_accelerator(
+    fetched: dict[str, kernels.Kernel],
+) -> None:
+    target = _target("qemu:debian-rt?accel=tcg&smp=1")
+    target.transport()
+    meta = target.metadata()
+    assert target.emulated is True and target.is_local is False
+    assert meta["accel"] == "tcg" and meta["machine"] == "q35" and meta["qemu"]
+    assert meta["kernel_release"] == fetched["debian-rt"].release and meta["smp"] == 1
+
+
+def test_kvm_probe_answers_once(fetched: dict[str, kernels.Kernel]) -> None:
+    # Whatever KVM does here (works, fails, hangs nested), the probe ends
+    # with an answer and a reason, and the second call is the cached answer.
+    target = _target("qemu:debian-rt")
+    agent = target.agent()
+    first = probe_kvm("qemu-system-x86_64", fetched["debian-rt"], agent)
+    assert first[1] and probe_kvm("qemu-system-x86_64", fetched["debian-rt"], agent) == first
