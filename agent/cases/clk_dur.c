@@ -352,7 +352,7 @@ static size_t describe(char *out, size_t cap, const fit *f, const rtb_hist *h)
     int n = snprintf(out, cap, "%.3f ms (%s): %llu of %llu slots hit, mean %.1f us, max %.1f us",
                      f->period / 1e6, hz, (unsigned long long)f->hits,
                      (unsigned long long)f->slots,
-                     h->n ? (double)h->sum / (double)h->n / 1e3 : 0.0,
+                     h->n ? rtb_sum_to_double(&h->sum) / (double)h->n / 1e3 : 0.0,
                      h->n ? (double)h->max / 1e3 : 0.0);
     return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap;
 }

@@ -10,7 +10,7 @@ static void reset(rtb_hist *h)
     h->n = h->underflow = h->overflow = 0;
     h->min = INT64_MAX;
     h->max = INT64_MIN;
-    h->sum = 0;
+    h->sum = (rtb_sum){0, 0};
     memset(h->counts, 0, sizeof h->counts);
 }
 
@@ -46,7 +46,7 @@ static int log2_index(uint64_t v, int s)
 void rtb_hist_add(rtb_hist *h, int64_t v)
 {
     h->n++;
-    h->sum += v;
+    rtb_sum_add(&h->sum, v);
     if (v < h->min)
         h->min = v;
     if (v > h->max)

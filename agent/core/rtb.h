@@ -86,6 +86,25 @@ typedef enum { RTB_HIST_LOG2, RTB_HIST_LINEAR } rtb_hist_kind;
 
 #define RTB_HIST_MAX_BUCKETS 2048
 
+/* An exact sum of int64 samples in 128 bits, as a (high, low) pair rather
+ * than __int128, which 32-bit targets (armhf) do not have. */
+typedef struct rtb_sum {
+    uint64_t lo;
+    int64_t hi;
+} rtb_sum;
+
+static inline void rtb_sum_add(rtb_sum *s, int64_t v)
+{
+    uint64_t lo = s->lo + (uint64_t)v;
+    s->hi += (v < 0 ? -1 : 0) + (lo < s->lo);
+    s->lo = lo;
+}
+
+static inline double rtb_sum_to_double(const rtb_sum *s)
+{
+    return (double)s->hi * 18446744073709551616.0 + (double)s->lo;
+}
+
 typedef struct rtb_hist {
     rtb_hist_kind kind;
     int sub_bits;          /* log2 */
@@ -93,7 +112,7 @@ typedef struct rtb_hist {
     int nbuckets;
     uint64_t n, underflow, overflow;
     int64_t min, max;
-    __int128 sum;          /* exact: 10^9 samples of 10^10 ns do not fit int64 */
+    rtb_sum sum;           /* exact: 10^9 samples of 10^10 ns do not fit int64 */
     uint64_t counts[RTB_HIST_MAX_BUCKETS];
 } rtb_hist;
 

@@ -62,15 +62,28 @@ static void exact_keys(rtb_json *j, const rtb_hist *h)
         rtb_json_i64(j, "max", h->max);
     }
     /* The sum may not fit 64 bits; JSON integers have no limit. */
-    __int128 sum = h->sum;
+    bool neg = h->sum.hi < 0;
+    uint64_t hi = (uint64_t)h->sum.hi, lo = h->sum.lo;
+    if (neg) { /* two's complement negation of the pair */
+        hi = ~hi + (lo == 0);
+        lo = -lo;
+    }
+    /* Decimal digits by long division of four 32-bit limbs: no 128-bit type. */
+    uint32_t limb[4] = {(uint32_t)(hi >> 32), (uint32_t)hi, (uint32_t)(lo >> 32), (uint32_t)lo};
     char digits[48], *p = digits + sizeof digits - 1;
-    bool neg = sum < 0;
-    unsigned __int128 u = neg ? -(unsigned __int128)sum : (unsigned __int128)sum;
     *p = '\0';
+    bool more;
     do {
-        *--p = (char)('0' + (int)(u % 10));
-        u /= 10;
-    } while (u);
+        uint64_t rem = 0;
+        more = false;
+        for (int i = 0; i < 4; i++) {
+            uint64_t cur = (rem << 32) | limb[i];
+            limb[i] = (uint32_t)(cur / 10);
+            rem = cur % 10;
+            more |= limb[i] != 0;
+        }
+        *--p = (char)('0' + (int)rem);
+    } while (more);
     if (neg)
         *--p = '-';
     rtb_json_num(j, "sum", p);

@@ -38,11 +38,18 @@ rtb_time rtb_ts_now(void)
 
 uint64_t rtb_cycles_now(void) { return read_cycles(); }
 
+/* a * 10^9 / d without a 128-bit type (32-bit targets have none): exact
+ * while (a % d) * 10^9 fits 64 bits, i.e. for any d below 18 GHz / 18 s. */
+static uint64_t mul_1e9_div(uint64_t a, uint64_t d)
+{
+    return a / d * 1000000000u + a % d * 1000000000u / d;
+}
+
 rtb_time rtb_cycles_to_ns(const rtb_timing_info *info, uint64_t cycles)
 {
     if (!info->cycles_hz)
         return 0;
-    return (rtb_time)((unsigned __int128)cycles * 1000000000u / info->cycles_hz);
+    return (rtb_time)mul_1e9_div(cycles, info->cycles_hz);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -103,9 +110,7 @@ int rtb_timing_init(rtb_timing_info *info)
     nanosleep(&nap, NULL);
     rtb_time t1 = rtb_ts_now();
     uint64_t c1 = read_cycles();
-    info->cycles_hz = t1 > t0 ? (uint64_t)((unsigned __int128)(c1 - c0) * 1000000000u /
-                                          (uint64_t)(t1 - t0))
-                              : 0;
+    info->cycles_hz = t1 > t0 ? mul_1e9_div(c1 - c0, (uint64_t)(t1 - t0)) : 0;
     info->cycles_read_overhead_ns = cycles_overhead(info);
     return RTB_OK;
 }
