@@ -237,12 +237,33 @@ def test_bad_values_are_refused_and_leave_nothing(store: Store) -> None:
     with pytest.raises(StoreError, match="label key"):
         store.save(run)
     run = simple_run()
-    run.cases[0].series.append(Series("CAL-TIMER", "x", n=1, min=2**64, max=2**64, sum=2**64))
-    with pytest.raises(StoreError, match="does not fit int64"):
+    run.cases[0].series.append(Series("CAL-TIMER", "x", n=1.5))  # type: ignore[arg-type]
+    with pytest.raises(StoreError, match="n = 1.5 is not an integer"):
         store.save(run)
     assert run.id is None
     assert store.list_runs() == []
     assert count_rows(store.path, 1) == dict.fromkeys(TABLES, 0)
+
+
+def test_every_wire_integer_round_trips_exactly(store: Store) -> None:
+    # The wire format's integers fill int64 and uint64; sums are 128-bit.
+    u64 = 2**64 - 1
+    run = simple_run()
+    run.cases[0].duration_ns = u64
+    big = Series("CAL-TIMER", "big", n=u64, min=I64_MIN, max=u64, sum=2**127 - 1, dropped=u64)
+    big.holes = 2**65  # offsets + counts of chunks may pass 2**64
+    run.cases[0].series.append(big)
+    loaded = store.load(store.save(run))
+    assert loaded.cases[0].duration_ns == u64
+    got = loaded.cases[0].series[-1]
+    assert (got.n, got.min, got.max, got.sum, got.dropped, got.holes) == (
+        u64,
+        I64_MIN,
+        u64,
+        2**127 - 1,
+        u64,
+        2**65,
+    )
 
 
 def test_a_crash_mid_save_leaves_no_half_run(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -426,6 +447,15 @@ def build_version_1(path: Path) -> None:
             " 1, 1, '6.1', 0, '{}', '{\"result\":\"passed\",\"records\":2}', '{}')"
         )
         db.execute("INSERT INTO labels VALUES (7, 'old', 'yes')")
+        db.execute(
+            "INSERT INTO cases VALUES (7, 0, 'A', 'old case', '{}', 'passed', 9223372036854775807,"
+            " '')"
+        )
+        db.execute(
+            "INSERT INTO series VALUES (7, 0, 0, 'A', 's', '{}', '', 'ns', 3, -9223372036854775808,"
+            " 12, '18446744073709551621', 0, 1, NULL, NULL, NULL, NULL)"
+        )
+        db.execute("INSERT INTO checks VALUES (7, 0, 0, 'A', 'c', 'pass', '')")
         db.execute("PRAGMA user_version = 1")
 
 
@@ -439,14 +469,25 @@ def test_migration_from_version_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     build_version_1(path)
     monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, add_note_column])
     with Store(path) as s:
-        assert s.schema_version == 2
+        assert s.schema_version == 3
         assert [(r.id, r.labels) for r in s.list_runs()] == [(7, {"old": "yes"})]
-        assert s.load(7).bye == {"result": "passed", "records": 2}
+        old = s.load(7)
+        assert old.bye == {"result": "passed", "records": 2}
+        # Version 2 turned the INTEGER figures into exact TEXT, children kept.
+        (case,) = old.cases
+        assert (case.title, case.duration_ns, len(case.checks)) == ("old case", I64_MAX, 1)
+        got = case.series[0]
+        assert (got.n, got.min, got.max, got.sum, got.holes) == (3, I64_MIN, 12, 2**64 + 5, 1)
         assert s.save(simple_run()) == 8
     with raw(path) as db:
         assert db.execute("SELECT note FROM runs WHERE id = 7").fetchone() == ("migrated",)
-    with Store(path) as s:  # already at 2: nothing runs again
-        assert s.schema_version == 2
+    with Store(path) as s:
+        s.delete(7)  # the rebuilt tables still cascade
+    with raw(path) as db:
+        assert db.execute("SELECT count(*) FROM series WHERE run_id = 7").fetchone() == (0,)
+        assert db.execute("PRAGMA foreign_key_check").fetchall() == []
+    with Store(path) as s:  # already at 3: nothing runs again
+        assert s.schema_version == 3
 
 
 def test_failed_migration_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -459,7 +500,7 @@ def test_failed_migration_changes_nothing(tmp_path: Path, monkeypatch: pytest.Mo
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, half_done])
-    with pytest.raises(StoreError, match=r"from schema 1 to 2 failed \(disk on fire\)"):
+    with pytest.raises(StoreError, match=r"from schema 2 to 3 failed \(disk on fire\)"):
         Store(path)
     with raw(path) as db:
         assert db.execute("PRAGMA user_version").fetchone() == (1,)

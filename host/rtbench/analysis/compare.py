@@ -35,6 +35,7 @@ from rtbench.analysis.stats import (
     scipy_stats,
     series_stats,
 )
+from rtbench.analysis.stored import usable_hist
 from rtbench.model import Histogram, Run, Series
 
 MAX_TEST_SAMPLES = 100_000
@@ -128,8 +129,8 @@ def distribution_test(series: list[Series | None]) -> tuple[float | None, str]:
     if all(has_all_samples(s) for s in present):
         arrays = [_subsample(s.samples, rng) for s in present if s.samples is not None]
         on = "raw samples"
-    elif all(s.hist is not None and s.hist.n for s in present):
-        arrays = [hist_values(s.hist, rng) for s in present if s.hist is not None]
+    elif all((h := usable_hist(s)) is not None and h.n for s in present):
+        arrays = [hist_values(h, rng) for s in present if (h := usable_hist(s)) is not None]
         on = "histogram buckets (values in a bucket tied)"
     else:
         return None, "none: neither raw samples nor histograms in every run"

@@ -29,6 +29,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from rtbench.analysis.stored import usable_hist
 from rtbench.model import Histogram, Int64Array, Run, Series
 
 # Cases whose published method filters gross errors (catalogue: Analysis).
@@ -277,10 +278,13 @@ def guided_percentiles(
 
 
 def series_stats(s: Series, sigma3: bool = False) -> Stats:
+    """The series' figures; a histogram the analysis cannot use (see
+    `rtbench.analysis.stored`) is left out, never a crash."""
     if has_all_samples(s):
         return _from_samples(s, sigma3)
-    if s.hist is not None and s.hist.n:
-        return _from_hist(s, s.hist)
+    hist = usable_hist(s)
+    if hist is not None and hist.n:
+        return _from_hist(s, hist)
     return Stats(s.n, s.min, s.max, s.mean, None, {}, bounded=False, source="summary")
 
 
@@ -288,7 +292,8 @@ def _from_samples(s: Series, sigma3: bool) -> Stats:
     assert s.samples is not None
     v = s.samples
     mu, sd = sample_moments(v, s.mean)
-    guided = guided_percentiles(v, s.hist) if s.hist is not None else None
+    hist = usable_hist(s)
+    guided = guided_percentiles(v, hist) if hist is not None else None
     values = guided if guided is not None else sample_percentiles(v)
     pct = dict(zip(PERCENTILES, values, strict=True))
     exact = {q: (x, x) for q, x in pct.items()}

@@ -36,6 +36,9 @@ from rtbench.model import (
 # the store's (de)serialisers.
 from rtbench.store.sqlite import _hist as hist_from_dict
 from rtbench.store.sqlite import _hist_dict as hist_dict
+from rtbench.stream import schema
+
+_ANY_INT = schema.integer(-(2**200), 2**200)  # derived counts (holes) may pass uint64
 
 SCHEMA = "rtbench-export"
 SCHEMA_VERSION = 1
@@ -219,35 +222,59 @@ class ExportError(ValueError):
     """A file that is not an rtbench export this version reads."""
 
 
+_MISSING = object()
+
+
+def _get(d: dict[str, Any], key: str, t: schema.Type, default: Any = _MISSING) -> Any:
+    """d[key] of the wire format's type `t` (the stream's schema: an import
+    must not store what a stream could not): SchemaError, a ValueError, else."""
+    if not isinstance(d, dict):
+        raise schema.SchemaError(f"expected an object holding {key!r}, not {type(d).__name__}")
+    value = d.get(key)
+    if value is None and default is not _MISSING:
+        return default
+    schema.conform(t, value, key)
+    return value
+
+
 def _series(case: str, d: dict[str, Any]) -> Series:
     samples = d.get("samples")
     return Series(
         case=case,
-        name=d["name"],
-        point=d.get("point", {}),
-        unit=d.get("unit", "ns"),
+        name=_get(d, "name", schema.text),
+        point=_get(d, "point", schema.point, {}),
+        unit=_get(d, "unit", schema.text, "ns"),
         samples=None if samples is None else np.asarray(samples, dtype=np.int64),
-        holes=d.get("holes", 0),
-        hist=hist_from_dict(d.get("hist")),
-        n=d["n"],
-        min=d["min"],
-        max=d["max"],
-        sum=d["sum"],
-        dropped=d.get("dropped", 0),
+        holes=_get(d, "holes", _ANY_INT, 0),
+        hist=hist_from_dict(_get(d, "hist", schema.any_object, None)),
+        n=_get(d, "n", schema.U64),
+        min=_get(d, "min", schema.WIRE_INT, None),
+        max=_get(d, "max", schema.WIRE_INT, None),
+        sum=_get(d, "sum", schema.SUM),
+        dropped=_get(d, "dropped", schema.U64, 0),
     )
 
 
 def _case(d: dict[str, Any]) -> CaseResult:
-    cid = d["case"]
+    cid = _get(d, "case", schema.text)
+    verdict = schema.choice(*schema.VERDICTS)
     return CaseResult(
         case=cid,
-        title=d.get("title", ""),
-        params=d.get("params", {}),
-        outcome=d["outcome"],
-        duration_ns=d.get("duration_ns", 0),
-        reason=d.get("reason", ""),
+        title=_get(d, "title", schema.text, ""),
+        params=_get(d, "params", schema.any_object, {}),
+        outcome=_get(d, "outcome", schema.choice(*schema.OUTCOMES)),
+        duration_ns=_get(d, "duration_ns", schema.WIRE_INT, 0),
+        reason=_get(d, "reason", schema.text, ""),
         series=[_series(cid, s) for s in d.get("series", [])],
-        checks=[Check(cid, ch["name"], ch["verdict"], ch.get("detail", "")) for ch in d["checks"]],
+        checks=[
+            Check(
+                cid,
+                _get(ch, "name", schema.text),
+                _get(ch, "verdict", verdict),
+                ch.get("detail", ""),
+            )
+            for ch in d["checks"]
+        ],
         warnings=[Warning(w["code"], w.get("detail", ""), cid) for w in d.get("warnings", [])],
     )
 
@@ -255,28 +282,30 @@ def _case(d: dict[str, Any]) -> CaseResult:
 def run_from_export(doc: dict[str, Any]) -> Run:
     """The Run an export describes (the derived figures are recomputed, not read)."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise ExportError(f"not an rtbench export (no \"schema\": \"{SCHEMA}\")")
+        raise ExportError(f'not an rtbench export (no "schema": "{SCHEMA}")')
     version = doc.get("schema_version")
     if version != SCHEMA_VERSION:
         raise ExportError(f"export schema version {version!r}; this rtbench reads {SCHEMA_VERSION}")
     try:
         r = doc["run"]
         return Run(
-            hello=r.get("hello") or {},
+            hello=_get(r, "hello", schema.any_object, {}),
             cases=[_case(c) for c in doc["cases"]],
             warnings=[
                 Warning(w["code"], w.get("detail", ""), w.get("case")) for w in r["warnings"]
             ],
             issues=[StreamIssue(i["kind"], i["detail"], i.get("line")) for i in r["issues"]],
-            bye=r.get("bye"),
+            bye=_get(r, "bye", schema.any_object, None),
             log=list(r.get("log", [])),
             started_at=r.get("started_at", ""),
             target=r.get("target", "import"),
             labels=dict(r.get("labels", {})),
-            machine=r.get("machine") or {},
+            machine=_get(r, "machine", schema.any_object, {}),
             source=r.get("source", ""),
         )
-    except (KeyError, TypeError, ValueError) as e:
+    except schema.SchemaError as e:
+        raise ExportError(f"damaged export: {e}") from e
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ExportError(f"damaged export: {type(e).__name__}: {e}") from e
 
 

@@ -27,6 +27,7 @@ from matplotlib.axis import XAxis, YAxis
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter, NullLocator
 
+from rtbench.analysis.stored import usable_hist
 from rtbench.model import Int64Array, Series
 
 FloatArray = npt.NDArray[np.float64]
@@ -70,8 +71,9 @@ def plain(text: str) -> str:
 def hist_bars(s: Series) -> list[Bar]:
     """The series' distribution as bars: the target's histogram buckets, or
     (a run without one) log-spaced bins of the raw samples."""
-    if s.hist is not None and s.hist.n:
-        return [Bar(*s.hist.bucket_bounds(i), c) for i, c in s.hist.counts if c]
+    hist = usable_hist(s)
+    if hist is not None and hist.n:
+        return [Bar(*hist.bucket_bounds(i), c) for i, c in hist.counts if c]
     if s.samples is not None and len(s.samples):
         return _sample_bars(s.samples)
     return []

@@ -21,6 +21,7 @@ from rtbench.analysis.evt import EvtResult, worst_case
 from rtbench.analysis.rating import Rating, overall_rating, rate_run
 from rtbench.analysis.scores import Score, composite_score, indicator_scores
 from rtbench.analysis.stats import PCT_NAMES, SIGMA3_CASES, Stats, has_all_samples, series_stats
+from rtbench.analysis.stored import hist_note
 from rtbench.model import CaseResult, Check, Run, Series, StreamIssue, Warning, point_key
 from rtbench.reference import ReferenceFigure, figures_for
 from rtbench.reports import charts
@@ -204,6 +205,9 @@ def _flags(run: Run, s: Series, st: Stats) -> list[str]:
         flags.append(f"{s.dropped} samples not buffered (still in n/min/max)")
     if s.holes:
         flags.append(f"{s.holes} samples lost in the stream")
+    note = hist_note(s)
+    if note:
+        flags.append(note)
     if st.filtered_max is not None:
         flags.append(
             f"3σ filter: max {fmt(st.filtered_max, s.unit)} without "

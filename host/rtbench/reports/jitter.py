@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rtbench.analysis.stats import has_all_samples
+from rtbench.analysis.stored import usable_hist
 from rtbench.model import CaseResult, Series
 from rtbench.reference import load_datasets
 
@@ -63,7 +64,7 @@ def _counts(s: Series) -> tuple[list[int], int, bool] | None:
     if has_all_samples(s):
         assert s.samples is not None
         return [int(c) for c in np.bincount(category(s.samples), minlength=len(_LABELS))], 0, True
-    h = s.hist
+    h = usable_hist(s)
     if h is None or not h.n:
         return None
     outside = h.underflow + h.overflow

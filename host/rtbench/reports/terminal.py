@@ -4,10 +4,12 @@ stream problems. Times in µs; the maximum is the headline."""
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from rtbench.analysis.stats import SIGMA3_CASES, score, series_stats
+from rtbench.analysis.stored import hist_note
 from rtbench.model import Run
 from rtbench.reports.content import fmt
 
@@ -75,6 +77,9 @@ def _figures(run: Run) -> Table:
                 flags.append(f"dropped {s.dropped}")
             if s.holes:
                 flags.append(f"[yellow]lost {s.holes}[/yellow]")
+            note = hist_note(s)
+            if note:
+                flags.append(f"[yellow]{escape(note)}[/yellow]")
             filt = "-"
             if st.filtered_max is not None:
                 filt = f"{fmt(st.filtered_max, s.unit)} (-{st.filtered_out})"

@@ -125,6 +125,60 @@ V1: tuple[str, ...] = (
 )
 
 
+# Version 2. The wire format's integers fill int64 and uint64 (a count of
+# 2**64 - 1, a max of UINT64_MAX), which an SQLite INTEGER cannot hold: every
+# figure that comes from the stream is exact decimal TEXT, like `sum`. (TEXT,
+# not INTEGER affinity: SQLite turns an integer literal above int64 into a
+# lossy REAL.) The two tables are rebuilt the SQLite way; their children's
+# foreign keys name the table, so they follow the rename.
+_CASES_V2 = """CREATE TABLE cases_v2 (
+        run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        pos          INTEGER NOT NULL,
+        case_id      TEXT    NOT NULL,
+        title        TEXT    NOT NULL,
+        params       TEXT    NOT NULL,
+        outcome      TEXT    NOT NULL,
+        duration_ns  TEXT    NOT NULL,
+        reason       TEXT    NOT NULL,
+        PRIMARY KEY (run_id, pos)
+    )"""
+_SERIES_V2 = """CREATE TABLE series_v2 (
+        run_id      INTEGER NOT NULL,
+        case_pos    INTEGER NOT NULL,
+        pos         INTEGER NOT NULL,
+        case_id     TEXT    NOT NULL,
+        name        TEXT    NOT NULL,
+        point       TEXT    NOT NULL,
+        point_key   TEXT    NOT NULL,
+        unit        TEXT    NOT NULL,
+        n           TEXT    NOT NULL,
+        min         TEXT,
+        max         TEXT,
+        sum         TEXT    NOT NULL,
+        dropped     TEXT    NOT NULL,
+        holes       TEXT    NOT NULL,
+        n_samples   INTEGER,
+        samples_enc TEXT,
+        samples     BLOB,
+        hist        TEXT,
+        PRIMARY KEY (run_id, case_pos, pos),
+        FOREIGN KEY (run_id, case_pos) REFERENCES cases(run_id, pos) ON DELETE CASCADE
+    )"""
+V2: tuple[str, ...] = (
+    _CASES_V2,
+    "INSERT INTO cases_v2 SELECT run_id, pos, case_id, title, params, outcome,"
+    " CAST(duration_ns AS TEXT), reason FROM cases",
+    _SERIES_V2,
+    "INSERT INTO series_v2 SELECT run_id, case_pos, pos, case_id, name, point, point_key, unit,"
+    " CAST(n AS TEXT), CAST(min AS TEXT), CAST(max AS TEXT), sum, CAST(dropped AS TEXT),"
+    " CAST(holes AS TEXT), n_samples, samples_enc, samples, hist FROM series",
+    "DROP TABLE series",
+    "DROP TABLE cases",
+    "ALTER TABLE cases_v2 RENAME TO cases",
+    "ALTER TABLE series_v2 RENAME TO series",
+)
+
+
 def sql(*statements: str) -> Migration:
     """A migration that runs `statements` in order (never `executescript`,
     which would commit the runner's transaction)."""
@@ -138,4 +192,5 @@ def sql(*statements: str) -> Migration:
 
 MIGRATIONS: list[Migration] = [
     sql(*V1),  # 0 -> 1: the first schema
+    sql(*V2),  # 1 -> 2: integers from the stream as exact decimal TEXT (uint64)
 ]

@@ -157,10 +157,28 @@ def _row(*values: Any) -> tuple[Any, ...]:
     return tuple(_db_text(v) if isinstance(v, str) else v for v in values)
 
 
-def _int64(value: int | None, what: str) -> int | None:
-    if value is not None and not _INT64_MIN <= value <= _INT64_MAX:
-        raise StoreError(f"{what} = {value} does not fit int64")
-    return value
+def _dec(value: int | None, what: str) -> str | None:
+    """An exact integer as the store keeps it: decimal TEXT, of any size (the
+    wire format's uint64 does not fit SQLite's INTEGER; schema version 2)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise StoreError(f"{what} = {value!r:.40} is not an integer")
+    return str(int(value))
+
+
+def _int(text: str | int | None) -> int:
+    """Inverse of `_dec` (NULL is 0: only ever read where NOT NULL holds)."""
+    return 0 if text is None else _opt_int(text) or 0
+
+
+def _opt_int(text: str | int | None) -> int | None:
+    if text is None or isinstance(text, int):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise StoreError(f"damaged store: {text!r:.40} where an integer belongs") from None
 
 
 def _outcome(text: str) -> RunOutcome:
@@ -535,7 +553,7 @@ def _insert_case(db: sqlite3.Connection, run_id: int, pos: int, case: CaseResult
             case.title,
             _to_json(case.params, f"{what}: params"),
             case.outcome,
-            _int64(case.duration_ns, f"{what}: duration_ns"),
+            _dec(case.duration_ns, f"{what}: duration_ns"),
             case.reason,
         ),
     )
@@ -568,12 +586,12 @@ def _series_row(run_id: int, case_pos: int, pos: int, s: Series) -> tuple[Any, .
         _to_json(s.point, f"{what}: point"),
         point_key(s.point),
         s.unit,
-        _int64(s.n, f"{what}: n"),
-        _int64(s.min, f"{what}: min"),
-        _int64(s.max, f"{what}: max"),
-        str(s.sum),
-        _int64(s.dropped, f"{what}: dropped"),
-        _int64(s.holes, f"{what}: holes"),
+        _dec(s.n, f"{what}: n"),
+        _dec(s.min, f"{what}: min"),
+        _dec(s.max, f"{what}: max"),
+        _dec(s.sum, f"{what}: sum"),
+        _dec(s.dropped, f"{what}: dropped"),
+        _dec(s.holes, f"{what}: holes"),
         n_samples,
         None if blob is None else SAMPLES_ENCODING,
         blob,
@@ -630,7 +648,7 @@ def _case(r: sqlite3.Row) -> CaseResult:
         title=_py_text(r["title"]),
         params=_from_json(r["params"]),
         outcome=r["outcome"],
-        duration_ns=r["duration_ns"],
+        duration_ns=_int(r["duration_ns"]),
         reason=_py_text(r["reason"]),
     )
 
@@ -667,13 +685,13 @@ def _series(r: sqlite3.Row) -> Series:
         point=_from_json(r["point"]),
         unit=_py_text(r["unit"]),
         samples=samples,
-        holes=r["holes"],
+        holes=_int(r["holes"]),
         hist=_hist(_from_json(r["hist"])),
-        n=r["n"],
-        min=r["min"],
-        max=r["max"],
-        sum=int(r["sum"]),
-        dropped=r["dropped"],
+        n=_int(r["n"]),
+        min=_opt_int(r["min"]),
+        max=_opt_int(r["max"]),
+        sum=_int(r["sum"]),
+        dropped=_int(r["dropped"]),
     )
 
 

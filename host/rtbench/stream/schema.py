@@ -34,7 +34,9 @@ ProblemKind = Literal["damaged", "version"]
 Problem = tuple[ProblemKind, str]
 
 
-class _Bad(Exception):
+class SchemaError(ValueError):
+    """A value that breaks the schema; `kind` is the issue kind to report."""
+
     def __init__(self, reason: str, kind: ProblemKind = "damaged") -> None:
         super().__init__(reason)
         self.kind = kind
@@ -59,14 +61,14 @@ _JSON_TYPES = {dict: "an object", list: "a list", str: "a string", bool: "a bool
 _JSON_TYPES |= {int: "an integer", float: "a number", type(None): "null"}
 
 
-def _wrong(where: str, value: Any, expected: str) -> _Bad:
+def _wrong(where: str, value: Any, expected: str) -> SchemaError:
     # Said in JSON's words: the reader looks at the record, not at Python.
     try:
         shown = json.dumps(value)
     except (TypeError, ValueError):
         shown = repr(value)
     kind = _JSON_TYPES.get(type(value), type(value).__name__)
-    return _Bad(f"{where!r} must be {expected}, not {kind} {shown:.40}")
+    return SchemaError(f"{where!r} must be {expected}, not {kind} {shown:.40}")
 
 
 def integer(lo: int = I64_MIN, hi: int = U64_MAX) -> Type:
@@ -80,7 +82,7 @@ def conform(t: Type, value: Any, where: str) -> None:
     if type(value) is not t.py:
         raise _wrong(where, value, t.name)
     if t.py is int and not t.lo <= value <= t.hi:
-        raise _Bad(f"{where!r} = {value} is outside {t.lo}..{t.hi}")
+        raise SchemaError(f"{where!r} = {value} is outside {t.lo}..{t.hi}")
     if t.more is not None:
         t.more(value, where)
 
@@ -96,7 +98,7 @@ text, boolean, any_object = (
 def choice(*allowed: str) -> Type:
     def more(value: str, where: str) -> None:
         if value not in allowed:
-            raise _Bad(f"{where!r} is {value!r:.40}, not one of {', '.join(allowed)}")
+            raise SchemaError(f"{where!r} is {value!r:.40}, not one of {', '.join(allowed)}")
 
     return Type(str, "a string", more=more)
 
@@ -132,7 +134,7 @@ def _fields(spec: Fields, body: dict[str, Any], prefix: str = "") -> None:
             if not required:
                 continue
             if key not in body:
-                raise _Bad(f"no {prefix + key!r}")
+                raise SchemaError(f"no {prefix + key!r}")
         conform(t, value, prefix + key)
 
 
@@ -188,8 +190,8 @@ def _layout_kind(value: dict[str, Any], where: str) -> None:
     conform(text, kind, f"{where}.kind")
     spec = _LAYOUTS.get(kind)
     if spec is None:
-        reason = f"histogram layout {kind!r:.40} is unknown to this rtbench (newer agent?)"
-        raise _Bad(reason, "version")
+        reason = f"layout {kind!r:.40} is unknown to this rtbench (newer agent?)"
+        raise SchemaError(reason, "version")
     _fields(spec, value, f"{where}.")
 
 
@@ -246,12 +248,12 @@ def _extremes(body: dict[str, Any]) -> None:
     if body["n"] and (lo is None or hi is None):
         raise _wrong("min" if lo is None else "max", None, "an integer when n > 0")
     if lo is not None and hi is not None and lo > hi:
-        raise _Bad(f"min {lo} is above max {hi}")
+        raise SchemaError(f"min {lo} is above max {hi}")
 
 
 def _samples_rules(body: dict[str, Any]) -> None:
     if body["enc"] != ENCODING:
-        raise _Bad(f"unknown sample encoding {body['enc']!r:.40}")
+        raise SchemaError(f"unknown sample encoding {body['enc']!r:.40}")
 
 
 def bucket_limit(layout: dict[str, Any]) -> int:
@@ -271,21 +273,21 @@ def _hist_rules(body: dict[str, Any]) -> None:
     last, total = -1, 0
     for index, count in body["counts"]:
         if index <= last:
-            raise _Bad(f"counts are not ascending by index ({index} after {last})")
+            raise SchemaError(f"counts are not ascending by index ({index} after {last})")
         last = index
         total += count
     if last >= limit:
-        raise _Bad(f"bucket index {last} is beyond the layout's {limit} buckets")
+        raise SchemaError(f"bucket index {last} is beyond the layout's {limit} buckets")
     total += body.get("underflow") or 0
     total += body.get("overflow") or 0
     if total != body["n"]:
-        raise _Bad(f"n is {body['n']}, but counts, underflow and overflow add up to {total}")
+        raise SchemaError(f"n is {body['n']}, but counts, underflow and overflow add up to {total}")
 
 
 def _summary_rules(body: dict[str, Any]) -> None:
     _extremes(body)
     if (body.get("dropped") or 0) > body["n"]:
-        raise _Bad(f"dropped {body['dropped']} is above n {body['n']}")
+        raise SchemaError(f"dropped {body['dropped']} is above n {body['n']}")
 
 
 _RULES: dict[str, Callable[[dict[str, Any]], None]] = {
@@ -293,6 +295,21 @@ _RULES: dict[str, Callable[[dict[str, Any]], None]] = {
     "hist": _hist_rules,
     "summary": _summary_rules,
 }
+
+
+_HIST_ONLY = RECORDS["hist"][len(_SERIES) :]
+
+
+def check_hist(hist: dict[str, Any]) -> Problem | None:
+    """The histogram part of a `hist` record (layout, counts, n, min, max,
+    sum, underflow, overflow): what the analysis checks again before it
+    buckets a stored histogram."""
+    try:
+        _fields(_HIST_ONLY, hist)
+        _hist_rules(hist)
+    except SchemaError as e:
+        return e.kind, str(e)
+    return None
 
 
 def check_record(kind: str, body: dict[str, Any]) -> Problem | None:
@@ -306,6 +323,6 @@ def check_record(kind: str, body: dict[str, Any]) -> Problem | None:
         rules = _RULES.get(kind)
         if rules is not None:
             rules(body)
-    except _Bad as e:
+    except SchemaError as e:
         return e.kind, str(e)
     return None
