@@ -204,11 +204,14 @@ def _write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def _check_tools(flavor: Flavor, arch: str | None, static: bool) -> None:
+def _check_settings(flavor: Flavor, arch: str | None, static: bool) -> None:
     if arch is not None and arch not in ARCHES:
         raise BuildError(f"unknown architecture {arch!r}: choose one of {', '.join(ARCHES)}")
     if static and flavor == "test":
         raise BuildError("the test build cannot be static: its sanitizers link dynamically")
+
+
+def _check_tools(arch: str | None) -> None:
     if shutil.which("cmake") is None:
         raise BuildError("'cmake' not found: rtbench needs a C compiler and CMake")
     if arch is None or arch == host_arch():
@@ -232,7 +235,7 @@ def ensure_agent(
     `static` None links statically exactly when an arch is given (a target).
     """
     static = arch is not None if static is None else static
-    _check_tools(flavor, arch, static)
+    _check_settings(flavor, arch, static)
     src = agent_source()
     out = _build_root(src) / build_name(flavor, arch, static)
     exe = out / AGENT_NAME
@@ -240,7 +243,8 @@ def ensure_agent(
     config = "\n".join([str(src), *args])
     digest = source_digest(src, config)
     if exe.is_file() and _read(out / _STAMP) == digest:
-        return exe
+        return exe  # current: no compiler or CMake needed
+    _check_tools(arch)
     with _locked(out):
         if exe.is_file() and _read(out / _STAMP) == digest:
             return exe  # another process built it while this one waited

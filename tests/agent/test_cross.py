@@ -1,6 +1,6 @@
-"""Agent builds for targets: the aarch64 agent, cross-compiled and linked
-statically, runs under user-mode QEMU and writes a stream the host reads
-into a complete run; builds are cached by source hash."""
+"""Agent builds for targets: the aarch64 and armhf agents, cross-compiled
+and linked statically, run under user-mode QEMU and write a stream the
+host reads into a complete run; builds are cached by source hash."""
 
 from __future__ import annotations
 
@@ -15,35 +15,63 @@ from rtbench.catalogue import parse_list, posix_cases
 from rtbench.stream import assemble, parse_lines
 
 AARCH64 = ARCHES["aarch64"]
+# ELF class (1: 32-bit, 2: 64-bit), e_machine, and what `uname -m` says.
+ELF = {"aarch64": (2, 183, "aarch64"), "armhf": (1, 40, "armv7l")}
+PT_INTERP = 3
 
 
-def _qemu() -> str:
-    found = next((q for q in AARCH64.qemu_user if shutil.which(q)), None)
+def _qemu(arch: str) -> str:
+    emulators = ARCHES[arch].qemu_user
+    found = next((q for q in emulators if shutil.which(q)), None)
     if found is None:
-        pytest.skip(f"no user-mode QEMU for aarch64 ({' or '.join(AARCH64.qemu_user)})")
+        pytest.skip(f"no user-mode QEMU for {arch} ({' or '.join(emulators)})")
     return found
 
 
-@pytest.fixture(scope="module")
-def aarch64_agent() -> Path:
-    if shutil.which(AARCH64.compiler) is None:
-        pytest.skip(f"no {AARCH64.compiler} (Debian: {AARCH64.packages})")
-    return ensure_agent(arch="aarch64")
+@pytest.fixture(scope="module", params=["aarch64", "armhf"])
+def target(request: pytest.FixtureRequest) -> tuple[str, Path]:
+    """(arch, its static agent)."""
+    arch: str = request.param
+    if shutil.which(ARCHES[arch].compiler) is None:
+        pytest.skip(f"no {ARCHES[arch].compiler} (Debian: {ARCHES[arch].packages})")
+    return arch, ensure_agent(arch=arch)
 
 
-def test_aarch64_agent_is_a_static_aarch64_binary(aarch64_agent: Path) -> None:
-    head = aarch64_agent.read_bytes()[:64]
-    assert head[:4] == b"\x7fELF" and head[4] == 2  # 64-bit
-    assert int.from_bytes(head[18:20], "little") == 183  # e_machine: EM_AARCH64
-    # Static: no program interpreter to look for on the target.
-    assert b"/lib/ld-linux-aarch64.so" not in aarch64_agent.read_bytes()
-    assert aarch64_agent.parent == build_dir("release", "aarch64", static=True)
+def _program_headers(elf: bytes) -> list[int]:
+    """p_type of each program header (little-endian ELF)."""
+    wide = elf[4] == 2
+    phoff = int.from_bytes(elf[32:40] if wide else elf[28:32], "little")
+    size = int.from_bytes(elf[54:56] if wide else elf[42:44], "little")
+    count = int.from_bytes(elf[56:58] if wide else elf[44:46], "little")
+    return [
+        int.from_bytes(elf[phoff + i * size : phoff + i * size + 4], "little") for i in range(count)
+    ]
 
 
-def test_aarch64_agent_lists_the_same_cases_under_qemu(aarch64_agent: Path) -> None:
+def test_target_agent_is_a_static_binary_of_its_arch(target: tuple[str, Path]) -> None:
+    arch, exe = target
+    elf = exe.read_bytes()
+    cls, machine, _ = ELF[arch]
+    assert elf[:4] == b"\x7fELF" and elf[4] == cls
+    assert int.from_bytes(elf[18:20], "little") == machine
+    # Static: no program interpreter (dynamic loader) to find on the target.
+    assert PT_INTERP not in _program_headers(elf)
+    assert exe.parent == build_dir("release", arch, static=True)
+
+
+def test_native_agent_is_dynamic(agent: Path) -> None:
+    # The check above can fail: the agent for this machine has an interpreter.
+    assert PT_INTERP in _program_headers(agent.read_bytes())
+
+
+def test_target_agent_lists_the_same_cases_under_qemu(target: tuple[str, Path]) -> None:
+    arch, exe = target
     p = subprocess.run(
-        [_qemu(), str(aarch64_agent), "--list"],
-        capture_output=True, text=True, timeout=120, check=True,
+        [_qemu(arch), str(exe), "--list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     cases = parse_list(p.stdout)
     assert list(cases) == list(posix_cases())
@@ -52,16 +80,19 @@ def test_aarch64_agent_lists_the_same_cases_under_qemu(aarch64_agent: Path) -> N
     }
 
 
-def test_aarch64_agent_runs_a_case_and_its_stream_parses(aarch64_agent: Path) -> None:
+def test_target_agent_runs_a_case_and_its_stream_parses(target: tuple[str, Path]) -> None:
+    arch, exe = target
     p = subprocess.run(
-        [_qemu(), str(aarch64_agent), "CAL-REF:repeats=10"],
-        capture_output=True, timeout=300, check=False,
+        [_qemu(arch), str(exe), "CAL-REF:repeats=10"],
+        capture_output=True,
+        timeout=300,
+        check=False,
     )
     parsed = parse_lines(p.stdout.splitlines())
     run = assemble(parsed.records, parsed.issues, parsed.log)
     assert not parsed.issues, parsed.issues
     assert run.complete, p.stderr.decode(errors="replace")
-    assert run.hello["os"]["machine"] == "aarch64"  # uname as the emulated target answers it
+    assert run.hello["os"]["machine"] == ELF[arch][2]  # uname as the emulated target answers
     assert [c.case for c in run.cases] == ["CAL-REF"]
     t_std = run.cases[0].find("t_std")
     assert t_std is not None and t_std.n == 10
@@ -69,19 +100,22 @@ def test_aarch64_agent_runs_a_case_and_its_stream_parses(aarch64_agent: Path) ->
 
 
 def test_an_unchanged_build_is_reused_and_a_source_change_rebuilds(
-    aarch64_agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if shutil.which(AARCH64.compiler) is None:
+        pytest.skip(f"no {AARCH64.compiler} (Debian: {AARCH64.packages})")
     # A private copy of the sources and build root: the checkout's stay untouched.
     src = tmp_path / "agent"
     shutil.copytree(agent_source(), src)
     monkeypatch.setenv("RTBENCH_AGENT_SRC", str(src))
     monkeypatch.setenv("RTBENCH_BUILD_DIR", str(tmp_path / "build"))
     first = ensure_agent(arch="aarch64")
-    digest, mtime = agent_digest(first), first.stat().st_mtime_ns
-    again = ensure_agent(arch="aarch64")
-    assert again == first and again.stat().st_mtime_ns == mtime  # not even relinked
+    digest = agent_digest(first)
+    with monkeypatch.context() as m:
+        m.setenv("PATH", str(tmp_path))  # no CMake, no compiler: the stamp decides alone
+        assert ensure_agent(arch="aarch64") == first
     (src / "core" / "main.c").write_text(
-        (src / "core" / "main.c").read_text() + "\nconst char rtb_cross_test_marker[] = \"x\";\n"
+        (src / "core" / "main.c").read_text() + '\nconst char rtb_cross_test_marker[] = "x";\n'
     )
     rebuilt = ensure_agent(arch="aarch64")
     assert rebuilt == first and agent_digest(rebuilt) != digest

@@ -60,8 +60,19 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     site = Path(purelib.stdout.strip())
     (site / "_project_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     _check(
-        [sys.executable, "-m", "pip", "--python", str(vpy), "install", "--quiet",
-         "--no-index", "--no-deps", "--no-build-isolation", str(src)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(vpy),
+            "install",
+            "--quiet",
+            "--no-index",
+            "--no-deps",
+            "--no-build-isolation",
+            str(src),
+        ],
     )
     shutil.rmtree(src)  # the installed tool must not lean on the copy
     return venv / "bin"
@@ -88,8 +99,14 @@ def test_installed_package_carries_the_agent_sources(installed: Path) -> None:
     module, agent = p.stdout.split()
     assert module.startswith(str(installed.parent)), "rtbench imported from outside the venv"
     assert Path(agent) == Path(module).parent / "agent"
-    for part in ("CMakeLists.txt", "cmake/toolchain-aarch64.cmake", "core/main.c",
-                 "include/rtb/port.h", "ports/posix/port.c", "cases/cal_ref.c"):
+    for part in (
+        "CMakeLists.txt",
+        "cmake/toolchain-aarch64.cmake",
+        "core/main.c",
+        "include/rtb/port.h",
+        "ports/posix/port.c",
+        "cases/cal_ref.c",
+    ):
         assert (Path(agent) / part).is_file(), part
 
 
@@ -106,8 +123,12 @@ def test_run_builds_into_the_user_cache_and_stores(
     db = tmp_path / "data" / "rtbench" / "rtbench.sqlite"
     p = subprocess.run(
         ["rtbench", "run", "-c", "CAL-REF", "--set", "CAL-REF.repeats=10"],
-        env=user_env, cwd=tmp_path / "elsewhere", capture_output=True, text=True,
-        timeout=600, check=False,
+        env=user_env,
+        cwd=tmp_path / "elsewhere",
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     # 0 passed, 1 failed: either is a completed, stored run (a noisy machine is a finding).
     assert p.returncode in (0, 1), f"exit {p.returncode}\n{p.stdout}\n{p.stderr}"
