@@ -223,6 +223,29 @@ def bad_records(lines: list[bytes]) -> list[bytes]:
     return lines
 
 
+def swapped_lines(lines: list[bytes]) -> list[bytes]:
+    """A transport that reorders: lines 3 and 4 (two samples chunks of
+    `latency`) swapped, and the bye (line 23) ahead of the run-wide warn."""
+    lines[2], lines[3] = lines[3], lines[2]
+    lines[21], lines[22] = lines[22], lines[21]
+    return lines
+
+
+def out_of_spec(lines: list[bytes]) -> list[bytes]:
+    """Right CRCs, values the schema refuses (issue 8's crash kinds among them)."""
+    edits = {
+        1: (rb'"clock":\{[^}]*\}', b'"clock":"tsc"'),  # hello: clock is a string
+        6: (rb'"kind":"log2"', b'"kind":"log10"'),  # hist latency: a newer layout
+        7: (rb'"max":\d+', b'"max":18446744073709551615'),  # summary latency: UINT64_MAX (valid)
+        13: (rb'"overflow":0', b'"overflow":18446744073709551615'),  # hist: n does not add up
+        17: (rb"\]\]\}\Z", b"],[17179869184,0]]}"),  # hist: a bucket index of 2**34
+        18: (rb'"n":10', b'"n":18446744073709551616'),  # summary switch[n=5]: n is 2**64
+    }
+    for line_no, (pattern, repl) in edits.items():
+        lines = spliced(lines, line_no, resealed(lines[line_no - 1], pattern, repl))
+    return lines
+
+
 def newer_version() -> bytes:
     w = StreamWriter(version=2)
     w.hello(default_hello(["CAL-TIMER"]), format=2)
@@ -272,6 +295,8 @@ def build() -> dict[str, bytes]:
         "damaged_not_utf8.rtb": damaged(not_utf8),
         "damaged_bad_base64.rtb": damaged(bad_base64),
         "damaged_bad_records.rtb": damaged(bad_records),
+        "damaged_swapped_lines.rtb": damaged(swapped_lines),
+        "damaged_out_of_spec.rtb": damaged(out_of_spec),
         "damaged_newer_version.rtb": newer_version(),
     }
 

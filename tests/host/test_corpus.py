@@ -156,6 +156,18 @@ DAMAGED = {
         missing={6, 7, 8, 21},
         damaged=4,
     ),
+    "damaged_swapped_lines.rtb": Expect(
+        parse=[("order", 4), ("order", 23)],
+        run=[("order", 4), ("order", 23)],
+        missing=set(),
+        damaged=0,
+    ),
+    "damaged_out_of_spec.rtb": Expect(
+        parse=[("damaged", 1), ("version", 6), ("damaged", 13), ("damaged", 17), ("damaged", 18)],
+        run=[("damaged", 1), ("version", 6), ("damaged", 13), ("damaged", 17), ("damaged", 18)],
+        missing={0, 5, 12, 16, 17},
+        damaged=5,
+    ),
 }
 
 
@@ -171,7 +183,8 @@ def test_damaged_file_issues(name: str) -> None:
     assert [(i.kind, i.line) for i in result.issues] == expect.parse
     assert [(i.kind, i.line) for i in run.issues] == expect.run
     assert len(result.log) == expect.log
-    assert not run.complete or name in ("damaged_repeated_seq.rtb", "damaged_bad_base64.rtb")
+    whole = ("repeated_seq", "bad_base64", "swapped_lines", "out_of_spec")
+    assert run.complete == (name.removeprefix("damaged_").removesuffix(".rtb") in whole)
 
 
 @pytest.mark.parametrize("name", sorted(DAMAGED))
@@ -184,11 +197,16 @@ def test_damaged_file_keeps_every_intact_record(name: str) -> None:
     assert set(kept) == set(range(WRITTEN)) - expect.missing
     # Kept records are exactly what the agent wrote, except those the damage
     # deliberately rewrote under a valid CRC (damaged_bad_*).
-    rewritten = {"damaged_bad_base64.rtb": {4}, "damaged_bad_records.rtb": {18}}
+    rewritten = {
+        "damaged_bad_base64.rtb": {4},
+        "damaged_bad_records.rtb": {18},
+        "damaged_out_of_spec.rtb": {6},
+    }
     for seq, record in kept.items():
         if seq not in rewritten.get(name, set()):
             assert record == base[seq], seq
-    damaged = sum(1 for i in result.issues if i.kind == "damaged")
+    # Skipped: damaged lines, and intact ones only a newer agent would write.
+    damaged = sum(1 for i in result.issues if i.kind in ("damaged", "version"))
     assert damaged == expect.damaged
     lost = len(expect.missing) - damaged  # never arrived at all
     assert len(kept) + damaged + lost == WRITTEN
@@ -298,6 +316,40 @@ def test_bad_records() -> None:
     assert cal.series[0].n == 0 and cal.series[0].holes == 0
     sw = run.case("THR-SW")
     assert sw is not None and sw.warnings == [] and run.warnings == []
+
+
+def test_swapped_lines_are_put_back() -> None:
+    result, run = read("damaged_swapped_lines.rtb")
+    assert [i.detail for i in result.issues] == [
+        "seq 2 arrives after seq 3; put back",
+        "seq 21 arrives after seq 22; put back",
+    ]
+    assert [r.seq for r in result.records] == list(range(WRITTEN))
+    _, base = read("good_small.rtb")
+    assert run.complete and run.outcome == base.outcome == "passed"
+    for got, want in zip(run.cases, base.cases, strict=True):
+        for s, t in zip(got.series, want.series, strict=True):
+            assert s.samples is not None and t.samples is not None
+            assert s.samples.tolist() == t.samples.tolist() and s.holes == 0
+    assert run.warnings == base.warnings
+
+
+def test_out_of_spec() -> None:
+    _, run = read("damaged_out_of_spec.rtb")
+    assert [i.detail for i in run.issues] == [
+        "hello record: 'clock' must be an object, not a string \"tsc\"",
+        "hist record: layout 'log10' is unknown to this rtbench (newer agent?)",
+        "hist record: n is 12, but counts, underflow and overflow add up to "
+        "18446744073709551627",
+        "hist record: bucket index 17179869184 is beyond the layout's 496 buckets",
+        "summary record: 'n' = 18446744073709551616 is outside 0..18446744073709551615",
+    ]
+    assert run.hello == {} and [c.outcome for c in run.cases] == ["passed", "passed"]
+    cal, sw = run.cases
+    assert cal.series[0].hist is None and cal.series[0].max == UINT64_MAX  # kept exactly
+    n2, n5 = sw.series
+    assert n2.hist is None and n2.n == 12
+    assert n5.hist is None and n5.n == 0 and n5.samples is not None and n5.holes == 0
 
 
 def test_newer_version() -> None:
