@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
 from rtbench.model import CaseResult, Check, Point, Series
 
@@ -74,6 +75,8 @@ def recurring_sources(c: CaseResult) -> list[tuple[float, Samples]]:
     return out
 
 
+# The injector must preempt the spinning thread at its period: SCHED_FIFO.
+@pytest.mark.realtime
 def test_clk_dur_finds_an_injected_recurring_gap(test_agent: Path, run_agent: Runner) -> None:
     inject = f"inject_period_us={INJ_PERIOD // 1000}:inject_us={INJ_LEN // 1000}"
     args = f"CLK-DUR:duration_ms=400:{inject}"
@@ -119,16 +122,21 @@ def test_clk_res_never_wakes_early(test_agent: Path, run_agent: Runner) -> None:
 
 
 def test_clk_res_sees_an_early_wake(test_agent: Path, run_agent: Runner) -> None:
-    early = 500_000
+    # Most of the request: a busy machine's overshoot is under 900 us at
+    # least once in 50 sleeps, so a sleep ends before the request.
+    early = 900_000
     args = "CLK-RES:count=50:request_ns=1000000"
-    base = samples(case_of(run_agent(test_agent, [*CPU, args]), "CLK-RES"), "overshoot")
     r = run_agent(test_agent, [*CPU, f"{args}:early_ns={early}"])
     c = case_of(r, "CLK-RES")
     assert check(c, "no_early").verdict == "fail"
     assert c.outcome == "failed" and r.code == 1
     bad = samples(c, "overshoot")
+    assert len(bad) == 50
+    # Asked to wake `early` before the request, a sleep ends before the
+    # request, but never before what the OS was really asked for. (Two
+    # runs' medians are not compared: a busy machine moves them.)
     assert bad.min() < 0
-    assert median(base) - median(bad) >= 0.9 * early
+    assert bad.min() >= -early
 
 
 # ---- JIT-PER ---------------------------------------------------------------
@@ -184,6 +192,7 @@ def test_jit_per_counts_add_up(test_agent: Path, run_agent: Runner) -> None:
     )
 
 
+@pytest.mark.realtime  # the blocker must preempt the periodic task
 def test_jit_per_shows_a_known_blocking_time(test_agent: Path, run_agent: Runner) -> None:
     args = f"JIT-PER:period_us={PERIOD}:cycles=200:load_threads=0"
     blocked = run_agent(test_agent, [*CPU, f"{args}:blocker_us={BLOCK}:blocker_count=4"])

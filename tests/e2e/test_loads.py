@@ -128,7 +128,7 @@ def test_nothing_of_a_loaded_run_survives(db: Path, agent: Path, tmp_path: Path,
         else:
             os.kill(proc.pid, signal.SIGKILL)
             proc.communicate(timeout=30)
-        assert _wait_for(lambda: not _ours(mark), 10), (before, _ours(mark))
+        assert _wait_for(lambda: not _ours(mark), 30), (before, _ours(mark))
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -5,6 +5,8 @@ agent runs as `nobody` with RLIMIT_RTPRIO 0."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -79,3 +81,72 @@ def test_unprivileged_run_completes_flagged(public_agent: Path, tmp_path: Path) 
         timeout=60,
     )
     assert "│ no" in r.stdout
+
+
+# Checks whose subject is priority scheduling: they cannot apply without it.
+RT_CASES = ["SEM-B-REL", "THR-B-NEW:repeats=2", "MUT-B-PI:rounds=2", "CAL-REF:repeats=10"]
+SKIPPED = [
+    ("SEM-B-REL", "release_order"),
+    ("THR-B-NEW", "lower_waits"),
+    ("THR-B-NEW", "equal_tail"),
+    ("THR-B-NEW", "equal_runs_on_yield"),
+    ("THR-B-NEW", "higher_preempts"),
+    ("MUT-B-PI", "control"),
+    ("MUT-B-PI", "pi"),
+]
+
+
+def _python_runs_as_nobody() -> bool:
+    """This interpreter may live where `nobody` cannot enter (a pyenv under
+    /root): then only the agent can be run as nobody."""
+    try:
+        p = subprocess.run(
+            [sys.executable, "-c", "import rtbench"],
+            capture_output=True, preexec_fn=drop_privileges, check=False, timeout=60, cwd="/",
+        )  # fmt: skip
+    except PermissionError:
+        return False
+    return p.returncode == 0
+
+
+def test_rtbench_run_as_nobody_skips_what_needs_priority(
+    public_agent: Path, tmp_path: Path
+) -> None:
+    """`rtbench run` as an unprivileged user: exit 0, the banner, and every
+    check that needs real-time priority listed as skipped with its reason."""
+    home = tmp_path / "nobody"
+    home.mkdir()
+    home.chmod(0o777)  # the store and its journal are nobody's to write
+    tmp_path.chmod(0o755)
+    env = {**os.environ, "RTBENCH_DB": str(home / "db.sqlite"), "HOME": str(home)}
+    agent, preexec = public_agent, drop_privileges
+    if not _python_runs_as_nobody():
+        # The host stays; the agent, which is what real-time priority is
+        # about, runs as nobody with RLIMIT_RTPRIO 0 all the same.
+        if not (shutil.which("setpriv") and shutil.which("prlimit")):
+            pytest.skip("this Python is private to root and setpriv/prlimit are missing")
+        agent = home / "nobody-agent"
+        agent.write_text(
+            "#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups "
+            f'--inh-caps=-all prlimit --rtprio=0 -- "{public_agent}" "$@"\n'
+        )
+        agent.chmod(0o755)
+        preexec = None  # type: ignore[assignment]
+    args = [a for c in RT_CASES for a in ("-c", c.split(":")[0])]
+    sets = [a for c in RT_CASES for kv in c.split(":")[1:]
+            for a in ("--set", f"{c.split(':')[0]}.{kv}")]  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-m", "rtbench.cli", "run", "--agent", str(agent), *args, *sets],
+        capture_output=True, text=True, env=env, cwd=home, preexec_fn=preexec,
+        check=False, timeout=300,
+    )  # fmt: skip
+    out = r.stdout
+    assert r.returncode == 0, out + r.stderr
+    assert "NOT REAL-TIME" in out
+    lines = " ".join(out.split())  # rich wraps long lines
+    for case, check in SKIPPED:
+        assert re.search(rf"skip {case} {check}: needs real-time priority", lines), (case, check)
+    assert re.search(r"SEM-B-REL skipped \(needs real-time priority", lines), out
+    assert "Result: passed" in lines
+    assert f"{len(SKIPPED)} checks skipped" in lines and "are not passes" in lines
+    assert "stored as run 1" in lines

@@ -77,6 +77,20 @@ def test_without_trace_nothing_is_touched(db: Path, agent: Path) -> None:
     assert "kernel." not in r.stdout and settings() == before
 
 
+def _child_thread_named(parent: int, comm: str) -> bool:
+    """A child process of `parent` (its agent) has a thread named `comm`."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) != parent:
+                continue
+            tasks = list((stat.parent / "task").glob("*/comm"))
+            if any(t.read_text().strip() == comm for t in tasks):
+                return True
+        except (OSError, ValueError, IndexError):
+            continue
+    return False
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_mid_run_restores(db: Path, agent: Path, sig: signal.Signals) -> None:
     before = settings()
@@ -94,7 +108,13 @@ def test_signal_mid_run_restores(db: Path, agent: Path, sig: signal.Signals) -> 
             assert proc.poll() is None and time.monotonic() < deadline, "tracing never started"
             time.sleep(0.05)
         assert instance.name in snapshot()["instances"]  # so the check after can fail
-        time.sleep(1.5)  # well inside SEM-SHF (the agent calibrates for ~0.2 s)
+        # Inside SEM-SHF: its threads run. Waited for, not slept for: a busy
+        # machine takes its time to get there.
+        deadline = time.monotonic() + 120
+        while not _child_thread_named(proc.pid, "shf-b"):
+            assert proc.poll() is None and time.monotonic() < deadline, "SEM-SHF never began"
+            time.sleep(0.05)
+        time.sleep(0.5)  # some of it measured (it runs 20 s)
         proc.send_signal(sig)
         out, errs = proc.communicate(timeout=120)
     finally:
