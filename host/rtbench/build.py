@@ -138,9 +138,13 @@ def _build_root(src: Path) -> Path:
     if env:
         return Path(env)
     # A checkout builds beside its sources; an installed package's folder
-    # belongs to pip, so it builds in the user's cache.
-    if src.parent != Path(__file__).resolve().parent and os.access(src.parent, os.W_OK):
-        return src.parent / "build"
+    # belongs to pip, and a checkout may belong to another user (CI's root):
+    # those build in the user's cache.
+    local = src.parent / "build"
+    if src.parent != Path(__file__).resolve().parent and os.access(
+        local if local.exists() else src.parent, os.W_OK
+    ):
+        return local
     return platformdirs.user_cache_path("rtbench") / "build"
 
 
@@ -245,9 +249,18 @@ def ensure_agent(
     if exe.is_file() and _read(out / _STAMP) == digest:
         return exe  # current: no compiler or CMake needed
     _check_tools(arch)
+    try:
+        _build(src, out, args, config, digest)
+    except OSError as e:
+        raise BuildError(f"cannot build in {out}: {e}; set {ENV_BUILD} to a writable folder") from e
+    return exe
+
+
+def _build(src: Path, out: Path, args: list[str], config: str, digest: str) -> None:
+    exe = out / AGENT_NAME
     with _locked(out):
         if exe.is_file() and _read(out / _STAMP) == digest:
-            return exe  # another process built it while this one waited
+            return  # another process built it while this one waited
         if _read(out / _CONFIG) != config and out.exists():
             # Configured for other sources or settings: CMake refuses to
             # switch a build tree to another source folder or toolchain.
@@ -259,4 +272,3 @@ def ensure_agent(
         if not exe.is_file():
             raise BuildError(f"the build did not produce {exe}")
         _write(out / _STAMP, digest)
-    return exe
