@@ -191,11 +191,70 @@ class Run:
         return self.warnings + [w for c in self.cases for w in c.warnings]
 
     @property
+    def system(self) -> System:
+        """What system this run measured: the agent's `hello` (the target's
+        own view) first; the host probe only fills what the hello lacks, and
+        only when the probe describes that same system (a local run)."""
+        return system_of(self.hello, self.machine)
+
+    @property
     def t_std_ns(self) -> float | None:
         """T_std of CAL-REF, the hardware calibration unit, when the run has it."""
         cal = self.case("CAL-REF")
         s = cal.find("t_std") if cal else None
         return s.mean if s is not None else None
+
+
+@dataclass(frozen=True)
+class System:
+    """The system under test, one answer for the store and every renderer.
+    Strings are '' and counts None where nobody knows."""
+
+    sysname: str = ""
+    release: str = ""
+    version: str = ""
+    arch: str = ""
+    cpu_model: str = ""
+    cpu_count: int | None = None
+    preempt: str = ""  # PREEMPT_RT, PREEMPT_DYNAMIC, PREEMPT, '' (none/voluntary/unknown)
+    preempt_mode: str = ""  # the dynamic mode in effect: none, voluntary, full, lazy
+    clocksource: str = ""
+    cmdline: str = ""
+    source: Literal["agent", "host probe", ""] = ""  # where `release` came from
+
+
+def _text(d: object, key: str) -> str:
+    value = d.get(key) if isinstance(d, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def _dict(d: dict[str, Any], key: str) -> dict[str, Any]:
+    value = d.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def system_of(hello: dict[str, Any], machine: dict[str, Any]) -> System:
+    os_, cpu = _dict(hello, "os"), _dict(hello, "cpu")
+    release = _text(os_, "release")
+    host_release = _text(machine, "kernel_release")
+    # The host probe speaks for the target only when both are the same
+    # system: a host driving a UART or a QEMU guest is another kernel.
+    host = machine if host_release and (not release or release == host_release) else {}
+    pre, clock = _dict(host, "preemption"), _dict(host, "clocksource")
+    count = cpu.get("count") if isinstance(cpu.get("count"), int) else host.get("cpu_count")
+    return System(
+        sysname=_text(os_, "sysname") or ("Linux" if host else ""),
+        release=release or _text(host, "kernel_release"),
+        version=_text(os_, "version") or _text(host, "kernel_version"),
+        arch=_text(os_, "machine"),
+        cpu_model=_text(cpu, "model") or _text(host, "cpu_model"),
+        cpu_count=count if isinstance(count, int) and not isinstance(count, bool) else None,
+        preempt=_text(os_, "preempt") or _text(pre, "model"),
+        preempt_mode=_text(os_, "preempt_mode") or _text(pre, "mode"),
+        clocksource=_text(os_, "clocksource") or _text(clock, "current"),
+        cmdline=_text(os_, "cmdline") or _text(host, "cmdline"),
+        source="agent" if release else "host probe" if host else "",
+    )
 
 
 def worst_outcome(outcomes: list[str]) -> str:

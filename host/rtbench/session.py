@@ -9,6 +9,7 @@ and what went wrong is one of its issues.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import BinaryIO
@@ -36,40 +37,38 @@ def collect(
     args: list[str],
     on_record: Callable[[Record, Progress], None] | None = None,
     raw_sink: BinaryIO | None = None,
+    tee: Callable[[bytes, Record | None], None] | None = None,
+    why_stopped: Callable[[], str] | None = None,
+    skip: Callable[[bytes], bool] | None = None,
+    armed: Callable[[], AbstractContextManager[None]] = nullcontext,
 ) -> Run:
     """Runs the agent through `transport` and returns what it measured;
-    `raw_sink` receives the stream byte for byte (to keep or ingest later)."""
+    `raw_sink` receives the stream byte for byte (to keep or ingest later),
+    `tee` each line with its record (None for noise) before it is parsed
+    further; `skip` drops lines that are no part of the stream (a journal's
+    own); `why_stopped` words a KeyboardInterrupt (Ctrl-C, SIGTERM), which
+    only the reading of lines inside `armed()` lets in (`measure.StopSignals`)."""
     parser = StreamParser()
     progress = Progress()
     started = datetime.now(UTC).isoformat(timespec="seconds")
     failure: StreamIssue | None = None
     interrupted = False
-    transport.start(args)
+    started_agent = False
     try:
+        # Inside the try: a signal during start must still stop the agent.
+        transport.start(args)
+        started_agent = True
         transport.idle_timeout = START_TIMEOUT_S
-        for raw in transport.lines():
-            if raw_sink is not None:
-                raw_sink.write(raw + b"\n")
-            rec = parser.feed(raw)
-            if rec is None:
-                continue
-            progress.records += 1
-            if rec.kind == "begin":
-                progress.case = str(rec.body.get("case", ""))
-                deadline_ms = rec.body.get("deadline_ms")
-                if isinstance(deadline_ms, int) and deadline_ms > 0:
-                    transport.idle_timeout = deadline_ms / 1000 + MARGIN_S
-            elif rec.kind == "end":
-                progress.cases_done += 1
-            if on_record:
-                on_record(rec, progress)
+        with armed():
+            _read(transport, parser, progress, on_record, raw_sink, tee, skip)
     except TransportError as e:
+        if not started_agent:
+            raise  # (the agent never ran; `finally` still cleans up)
         failure = StreamIssue("truncated", str(e))
     except KeyboardInterrupt:
         interrupted = True
-        failure = StreamIssue(
-            "truncated", "interrupted by the user (Ctrl-C): the agent was stopped"
-        )
+        why = why_stopped() if why_stopped else "interrupted by the user (Ctrl-C)"
+        failure = StreamIssue("truncated", f"{why}: the agent was stopped")
     finally:
         status = transport.stop()
     parser.finish()
@@ -92,6 +91,37 @@ def collect(
     if interrupted:
         raise Interrupted(run)
     return run
+
+
+def _read(
+    transport: Transport,
+    parser: StreamParser,
+    progress: Progress,
+    on_record: Callable[[Record, Progress], None] | None,
+    raw_sink: BinaryIO | None,
+    tee: Callable[[bytes, Record | None], None] | None,
+    skip: Callable[[bytes], bool] | None,
+) -> None:
+    for raw in transport.lines():
+        if skip is not None and skip(raw):
+            continue
+        if raw_sink is not None:
+            raw_sink.write(raw + b"\n")
+        rec = parser.feed(raw)
+        if tee is not None:
+            tee(raw, rec)
+        if rec is None:
+            continue
+        progress.records += 1
+        if rec.kind == "begin":
+            progress.case = str(rec.body.get("case", ""))
+            deadline_ms = rec.body.get("deadline_ms")
+            if isinstance(deadline_ms, int) and deadline_ms > 0:
+                transport.idle_timeout = deadline_ms / 1000 + MARGIN_S
+        elif rec.kind == "end":
+            progress.cases_done += 1
+        if on_record:
+            on_record(rec, progress)
 
 
 class Interrupted(Exception):

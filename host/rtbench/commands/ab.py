@@ -10,19 +10,16 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from types import FrameType
 
 import click
 from rich.markup import escape
 from rich.table import Table
 
-from rtbench import catalogue, probe
+from rtbench import catalogue
 from rtbench.ab import (
     DEFAULT_INDICATORS,
     Config,
@@ -37,15 +34,19 @@ from rtbench.analysis.stats import INDICATORS
 from rtbench.build import BuildError, ensure_agent
 from rtbench.commands.common import (
     EXIT,
+    check_output,
     err,
     fail,
     open_store,
     out,
     parse_labels,
+    say,
     selection_options,
+    store_path,
 )
+from rtbench.io.atomic import OutputError, write_text
+from rtbench.measure import Measured, Plan, StopSignals, check_args, measure, store_run
 from rtbench.model import Run, worst_outcome
-from rtbench.session import Interrupted, collect
 from rtbench.suites import Planned, SelectionError, select
 from rtbench.transports import LocalTransport, TransportError
 
@@ -54,32 +55,18 @@ def us(ns: float | None) -> str:
     return "-" if ns is None else f"{ns / 1000:.3f}"
 
 
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt  # the same clean ending as Ctrl-C
-
-
 def _one_run(
-    exe: Path, cfg: Config, args: list[str], cpu: int | None, switch: PreemptSwitch | None
-) -> tuple[Run, bool]:
-    # Imported here: only trace=on needs the kernel-trace package.
-    from rtbench import trace as kernel_trace
-
-    interrupted = False
+    exe: Path,
+    cfg: Config,
+    plan: Plan,
+    switch: PreemptSwitch | None,
+    stop: StopSignals,
+) -> Measured:
     preempt: AbstractContextManager[None] = (
         switch.switched(cfg.preempt) if switch is not None else nullcontext()
     )
-    with preempt:
-        machine = probe.probe_machine()  # inside: it records the mode in effect
-        rec: kernel_trace.Recorder | None = None
-        try:
-            with kernel_trace.recording(cfg.trace, cpu) as rec:
-                result = collect(LocalTransport(exe), [*kernel_trace.agent_args(rec), *args])
-        except Interrupted as e:
-            result, interrupted = e.run, True
-    result.machine = machine
-    if rec is not None:
-        kernel_trace.finish(result, rec)
-    return result, interrupted
+    with preempt:  # measure probes inside: it records the mode in effect
+        return measure(LocalTransport(exe), plan, stop, say=say)
 
 
 def _table(rows: list[Row]) -> Table:
@@ -167,10 +154,15 @@ def ab(
         fail(str(e))
     for cfg in sides:  # the agent checks its options (a load spec) before anything runs
         args = cfg.agent_args(cpu, priority) + [p.agent_arg() for p in plans[cfg.name]]
-        check = subprocess.run([str(exe), "--dry-run", *args], capture_output=True, text=True,
-                               check=False)  # fmt: skip
-        if check.returncode != 0:
-            fail(f"{cfg.name} ({cfg.describe()}): {check.stderr.strip()}")
+        try:
+            refused = check_args(LocalTransport(exe), args)
+        except TransportError as e:
+            refused = str(e)
+        if refused is not None:
+            fail(f"{cfg.name} ({cfg.describe()}): {refused}")
+    if json_out is not None:
+        check_output(json_out)
+    open_store(ctx).close()  # a store that cannot open says so before the runs
     switch: PreemptSwitch | None = None
     if any(cfg.preempt for cfg in sides):
         switch = PreemptSwitch()
@@ -189,41 +181,46 @@ def ab(
 
     ab_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
     done: dict[str, list[Run]] = {"A": [], "B": []}
-    interrupted = False
-    old_term = signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        with open_store(ctx) as store:
+    unsaved: list[str] = []
+    with StopSignals(say) as stop:
+        try:
             for rnd in range(1, rounds + 1):
                 for cfg in sides:
+                    if stop.received is not None or unsaved:
+                        break
                     args = cfg.agent_args(cpu, priority) + [p.agent_arg() for p in plans[cfg.name]]
                     err.print(
                         f"round {rnd}/{rounds} · {cfg.name}: {cfg.describe()} …", highlight=False
                     )
+                    plan = Plan(
+                        args,
+                        labels={
+                            **user_labels,
+                            **cfg.labels(),
+                            "ab_id": ab_id,
+                            "ab_round": str(rnd),
+                        },
+                        source="ab",
+                        target="local",
+                        trace=cfg.trace,
+                        trace_cpu=cpu,
+                        store_path=store_path(ctx),
+                    )
                     try:
-                        result, interrupted = _one_run(exe, cfg, args, cpu, switch)
+                        measured = _one_run(exe, cfg, plan, switch, stop)
                     except TransportError as e:
                         fail(f"{cfg.name} ({cfg.describe()}): {e}")
                     except ConfigError as e:
                         fail(str(e))
-                    result.labels = {
-                        **user_labels,
-                        **cfg.labels(),
-                        "ab_id": ab_id,
-                        "ab_round": str(rnd),
-                    }
-                    result.source = "ab"
-                    store.save(result)
-                    done[cfg.name].append(result)
-                    if interrupted:
-                        break
-                if interrupted:
-                    break
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        signal.signal(signal.SIGTERM, old_term)
-        if switch is not None:
-            switch.close()
+                    saved = store_run(measured, say)
+                    if saved.error is not None:
+                        kept = f"`rtbench ingest {saved.kept}`" if saved.kept else "nothing kept"
+                        unsaved.append(f"round {rnd} {cfg.name}: {saved.error}; {kept}")
+                    done[cfg.name].append(measured.run)
+        finally:
+            if switch is not None:
+                switch.close()
+    interrupted = stop.exit_code
 
     a, b = sides
     ids = {k: ", ".join(str(r.id) for r in v) for k, v in done.items()}
@@ -236,7 +233,8 @@ def ab(
         rows = compare(done["A"], done["B"], indicators or DEFAULT_INDICATORS)
         out.print(_table(rows))
         if json_out is not None:
-            json_out.write_text(
+            _write_json(
+                json_out,
                 json.dumps(
                     {
                         "ab_id": ab_id,
@@ -246,13 +244,24 @@ def ab(
                         "rows": [r.as_dict() for r in rows],
                     },
                     indent=2,
-                )
+                ),
             )
-    if interrupted:
-        err.print("interrupted: the runs so far are stored", style="yellow")
-        sys.exit(130)
+    if unsaved:
+        for line in unsaved:
+            say(f"a run could not be stored: {line}")
+        sys.exit(2)
+    if interrupted is not None:
+        err.print(f"{stop.why()}: the runs so far are stored", style="yellow")
+        sys.exit(interrupted)
     outcome = worst_outcome([r.outcome for v in done.values() for r in v])
     sys.exit(EXIT.get(outcome, 2))
+
+
+def _write_json(path: Path, text: str) -> None:
+    try:
+        write_text(path, text)
+    except OutputError as e:
+        fail(str(e))
 
 
 def register(main: click.Group) -> None:

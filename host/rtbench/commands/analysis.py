@@ -6,7 +6,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, cast
 
 import click
 from rich.table import Table
@@ -33,10 +33,11 @@ from rtbench.analysis.stats import (
     has_all_samples,
     series_stats,
 )
-from rtbench.commands.common import EXIT, fail, open_store, out, parse_labels
+from rtbench.commands.common import EXIT, check_output, fail, open_store, out, parse_labels
+from rtbench.io.atomic import OutputError, atomic_binary, atomic_text
 from rtbench.io.cyclictest import read_cyclictest
 from rtbench.io.export import read_json, write_csv, write_json
-from rtbench.io.junit import write_junit
+from rtbench.io.junit import junit_tree
 from rtbench.model import Run
 from rtbench.reference import figures_for
 from rtbench.reports.terminal import render_run, us
@@ -320,6 +321,8 @@ def check(
     except crit.CriteriaError as e:
         fail(str(e))
     rb = _rubric(rubric)
+    if junit is not None:
+        check_output(junit)
     with open_store(ctx) as store:
         run = _load(store, ref)
         base = _load(store, baseline) if baseline is not None else None
@@ -334,7 +337,13 @@ def check(
     out.print(t)
     code = crit.exit_code(outcomes)
     if junit is not None:
-        write_junit(outcomes, junit, suite=f"rtbench check run {run.id}")
+        try:
+            with atomic_binary(junit) as f:
+                junit_tree(outcomes, f"rtbench check run {run.id}").write(
+                    f, encoding="utf-8", xml_declaration=True
+                )
+        except OutputError as e:
+            fail(str(e))
     verdict = {0: "passed", 1: "failed", 2: "error"}[code]
     out.print(Text(f"Check: {verdict}", style=f"bold {_VERDICT_STYLE[verdict]}"))
     sys.exit(code)
@@ -374,10 +383,10 @@ def _output(path: Path) -> Iterator[TextIO]:
         yield sys.stdout
         return
     try:
-        with path.open("w", encoding="utf-8", newline="") as f:
-            yield f
-    except OSError as e:
-        fail(f"cannot write {path}: {e}")
+        with atomic_text(path, newline="") as f:
+            yield cast(TextIO, f)
+    except OutputError as e:
+        fail(str(e))
 
 
 @click.command()
@@ -396,6 +405,8 @@ def _output(path: Path) -> Iterator[TextIO]:
 @click.pass_context
 def export(ctx: click.Context, ref: str, fmt: str, output: Path, samples: bool) -> None:
     """Write a run as JSON (docs/export-format.md) or CSV (one row per series)."""
+    if str(output) != "-":
+        check_output(output)
     with open_store(ctx) as store:
         run = _load(store, ref)
     with _output(output) as f:

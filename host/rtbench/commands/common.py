@@ -10,7 +10,8 @@ from typing import Any, NoReturn
 import click
 from rich.console import Console
 
-from rtbench.store import Store, StoreError
+from rtbench.io.atomic import OutputError, check_writable
+from rtbench.store import Store, StoreError, default_store_path
 
 EXIT = {"passed": 0, "failed": 1, "error": 2}
 
@@ -35,10 +36,36 @@ def parse_labels(pairs: tuple[str, ...]) -> dict[str, str]:
     return labels
 
 
-def open_store(ctx: click.Context) -> Store:
+def say(message: str) -> None:
+    """A plain note on stderr ("rtbench: ..."), for what the user must know."""
+    err.print("[bold yellow]rtbench:[/bold yellow] ", end="")
+    err.print(message, highlight=False, markup=False, soft_wrap=True)
+
+
+def store_path(ctx: click.Context) -> Path:
+    return default_store_path(ctx.obj["db"])
+
+
+def open_store(ctx: click.Context, recover: bool = True) -> Store:
+    """The store; first, the runs of hosts that died while measuring are
+    stored from their journals (`rtbench.recovery`), said on stderr."""
     try:
-        return Store(ctx.obj["db"])
+        store = Store(ctx.obj["db"])
     except StoreError as e:
+        fail(str(e))
+    if recover:
+        from rtbench.recovery import recover as recover_journals
+
+        recover_journals(store, say)
+    return store
+
+
+def check_output(path: Path) -> None:
+    """Fails (exit 2) when `path` clearly cannot be written; before a long
+    run, this says so before measuring."""
+    try:
+        check_writable(path)
+    except OutputError as e:
         fail(str(e))
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import click
 
 from rtbench.analysis.stats import INDICATORS
-from rtbench.commands.common import fail, open_store, out
+from rtbench.commands.common import check_output, fail, open_store, out
+from rtbench.io.atomic import OutputError, write_text
 from rtbench.model import Run
 from rtbench.store import StoreError
 from rtbench.stream import StreamError, load_run
@@ -69,9 +70,9 @@ def _write(text: str, output: str) -> None:
         sys.stdout.write(text)
         return
     try:
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as e:
-        fail(f"cannot write {output}: {e}")
+        write_text(Path(output), text)
+    except OutputError as e:
+        fail(str(e))
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -108,6 +109,8 @@ def report(
     stream file (*.rtb); default: latest. The HTML report is one
     self-contained file (charts inline, nothing loaded from the network).
     """
+    if output != "-":
+        check_output(Path(output))  # before loading and rendering
     runs = _load(ctx, refs or ("latest",))
     # Imported here: matplotlib and the analysis take a second to import,
     # which every other command would pay for.

@@ -28,18 +28,16 @@ def us(ns: float | None) -> str:
 
 
 def _header(run: Run, console: Console) -> None:
-    m, h = run.machine, run.hello
-    pre = m.get("preemption") or {}
-    kernel = m.get("kernel_release") or h.get("os", {}).get("release", "?")
-    model = pre.get("model") or "?"
-    mode = f" ({pre['mode']})" if pre.get("mode") else ""
-    cpu = h.get("cpu", {})
-    clock = h.get("clock", {})
+    h, system = run.hello, run.system
+    kernel = system.release or "?"
+    model = system.preempt or "?"
+    mode = f" ({system.preempt_mode})" if system.preempt_mode else ""
+    clock = h["clock"] if isinstance(h.get("clock"), dict) else {}
     title = f"run {run.id}" if run.id is not None else "run (not stored)"
     console.print(Text(f"rtbench {title} · {run.started_at} · target {run.target}", style="bold"))
     console.print(
-        f"  {h.get('os', {}).get('sysname', '?')} {kernel} · {model}{mode} · "
-        f"{cpu.get('model', '?')} × {cpu.get('count', '?')} · "
+        f"  {system.sysname or '?'} {kernel} · {model}{mode} · "
+        f"{system.cpu_model or '?'} × {system.cpu_count or '?'} · "
         f"clock {clock.get('source', '?')} (read {clock.get('read_overhead_ns', '?')} ns)",
         highlight=False,
     )

@@ -42,6 +42,8 @@ FILE_NAME = "rtbench.sqlite"
 # their low bytes, so the high-byte planes are long runs of 0x00 (or 0xff).
 SAMPLES_ENCODING = "i64le-shuffle-zlib"
 BUSY_TIMEOUT_S = 30.0
+# Seconds a writer waits for another one's lock (tests make it short).
+TIMEOUT_ENV_VAR = "RTBENCH_DB_TIMEOUT"
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _RUN_OUTCOMES = ("passed", "failed", "error")
@@ -78,19 +80,21 @@ def default_store_path(explicit: PathArg | None = None) -> Path:
 
 
 def kernel_release(run: Run) -> str:
-    """The release of the OS the run measured.
+    """The release of the OS the run measured (`Run.system`: the agent's
+    `hello` first, the host probe only when it is the same system)."""
+    return run.system.release
 
-    The agent's `hello` comes first: it describes the system under test even
-    when the host probed (`machine`) is a different box driving a UART.
-    """
-    for where in (run.hello, run.machine):
-        os_info = where.get("os")
-        if isinstance(os_info, dict) and isinstance(os_info.get("release"), str):
-            return str(os_info["release"])
-        for key in ("kernel_release", "release", "kernel"):
-            if isinstance(where.get(key), str):
-                return str(where[key])
-    return ""
+
+def busy_timeout() -> float:
+    """How long a writer waits for the lock: $RTBENCH_DB_TIMEOUT s, else 30 s."""
+    text = os.environ.get(TIMEOUT_ENV_VAR, "")
+    try:
+        value = float(text) if text else BUSY_TIMEOUT_S
+    except ValueError:
+        raise StoreError(f"{TIMEOUT_ENV_VAR}={text!r}: give seconds, e.g. 30") from None
+    if not 0 <= value < 1e6:
+        raise StoreError(f"{TIMEOUT_ENV_VAR}={text!r}: give seconds, e.g. 30")
+    return value
 
 
 # --- encoding helpers ----------------------------------------------------
@@ -214,8 +218,9 @@ class Store:
     opened it.
     """
 
-    def __init__(self, path: PathArg | None = None, *, timeout: float = BUSY_TIMEOUT_S):
+    def __init__(self, path: PathArg | None = None, *, timeout: float | None = None):
         self.path = default_store_path(path)
+        timeout = busy_timeout() if timeout is None else timeout
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:

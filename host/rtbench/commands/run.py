@@ -1,0 +1,262 @@
+"""Commands that measure or take in a stream: run, ingest, recover.
+
+All of them go through `rtbench.measure`, which journals the stream as it
+arrives; `finish` stores, shows, and says what happened to the run.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from rtbench import catalogue
+from rtbench.ab import load_args
+from rtbench.build import BuildError, ensure_agent
+from rtbench.commands.common import (
+    EXIT,
+    check_output,
+    err,
+    fail,
+    open_store,
+    out,
+    parse_labels,
+    say,
+    selection_options,
+    store_path,
+)
+from rtbench.measure import Measured, Plan, StopSignals, measure, read_stream, store_run
+from rtbench.reports.terminal import render_run
+from rtbench.session import Progress as RunProgress
+from rtbench.stream import Record, StreamError
+from rtbench.suites import SelectionError, select
+from rtbench.transports import LocalTransport, TransportError
+
+
+def agent_exe(path: Path | None) -> Path:
+    if path is not None:
+        return path
+    try:
+        with err.status("building the agent…"):
+            return ensure_agent("release")
+    except BuildError as e:
+        fail(str(e))
+
+
+def finish(
+    measured: Measured, stop: StopSignals | None, store_it: bool, again: str | None = None
+) -> int:
+    """Stores the run (when asked), shows it, says what became of it; returns
+    the exit code. `again` is how to retry when the run's source is a file."""
+    run = measured.run
+    saved = store_run(measured, say) if store_it else None
+    render_run(run, out)
+    code = EXIT[run.outcome]
+    if saved is not None and saved.run_id is not None:
+        out.print(
+            f"stored as run {saved.run_id} in {measured.store_path}", style="dim", highlight=False
+        )
+    if measured.stream_error:
+        say(f"--save-stream: {measured.stream_error}")
+        code = 2
+    if saved is not None and saved.error is not None:
+        if again:
+            kept = f"it is unchanged: store it later with `{again}`"
+        elif saved.kept is not None:
+            kept = (
+                f"its stream is kept in {saved.kept}: store it later with "
+                f"`rtbench ingest {saved.kept}`"
+            )
+        else:
+            kept = "no journal of it could be kept (see above)"
+        say(f"the run could not be stored ({saved.error}); {kept}")
+        return 2
+    if stop is not None and stop.exit_code is not None:
+        stored = "what was measured is stored" if store_it else "nothing is stored (--no-store)"
+        err.print(f"{stop.why()}: {stored}", style="yellow", highlight=False)
+        return stop.exit_code
+    return code
+
+
+@click.command()
+@selection_options
+@click.option("--no-samples", is_flag=True, help="Keep histograms only, no raw samples.")
+@click.option(
+    "--max-samples",
+    type=click.IntRange(1, 100_000_000),
+    default=1_000_000,
+    show_default=True,
+    help="Samples buffered per series on the target.",
+)
+@click.option(
+    "--save-stream",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the raw stream to this file.",
+)
+@click.option("--no-store", is_flag=True, help="Do not store the run.")
+@click.option(
+    "--trace",
+    "trace_kernel",
+    is_flag=True,
+    help="Linux, root: record kernel events (tracefs) and add the in-kernel split "
+    "(irq, tick, wake-up) to each case.",
+)
+@click.option(
+    "--load",
+    metavar="SPEC",
+    default=None,
+    help="Background load during every case: none, cpu, memory, kernel, io, irq, mixed, "
+    "stress[:ARGS], or a list like cpu:prio=90,io (docs/loads.md). Labels the run load=SPEC.",
+)
+@click.option("--load-cpus", metavar="LIST", default=None, help="CPUs of the load (default: all).")
+@click.option(
+    "--load-threads",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Threads per load kind (default: one per load CPU).",
+)
+@click.option("--no-pin", is_flag=True, help="Do not pin case threads to the measurement CPU.")
+@click.option(
+    "--exit-zero-if-stored",
+    is_flag=True,
+    help="Exit 0 once the run completed and is stored, whatever the OS scored (make run).",
+)
+@click.pass_context
+def run(
+    ctx: click.Context,
+    suite: str,
+    cases: tuple[str, ...],
+    overrides: tuple[str, ...],
+    labels: tuple[str, ...],
+    cpu: int | None,
+    priority: int,
+    no_samples: bool,
+    max_samples: int,
+    agent_path: Path | None,
+    save_stream: Path | None,
+    no_store: bool,
+    trace_kernel: bool,
+    load: str | None,
+    load_cpus: str | None,
+    load_threads: int | None,
+    no_pin: bool,
+    exit_zero_if_stored: bool,
+) -> None:
+    """Run a suite (or chosen cases) on this machine, store and show it.
+
+    The stream is journaled beside the store as it arrives: if this host is
+    killed, the next rtbench command stores every finished case. Ctrl-C,
+    SIGTERM and SIGHUP stop the agent, store what was measured and exit
+    130, 143 and 129.
+    """
+    label_map = parse_labels(labels)
+    if save_stream is not None:
+        check_output(save_stream)
+    exe = agent_exe(agent_path)
+    try:
+        known = catalogue.agent_cases(exe)
+        plan = select(
+            suite, list(cases), list(overrides), {c.id: c.param_names for c in known.values()}
+        )
+    except SelectionError as e:
+        fail(str(e))
+    args = [f"--priority={priority}", f"--max-samples={max_samples}"]
+    if cpu is not None:
+        args.append(f"--cpu={cpu}")
+    if no_samples:
+        args.append("--no-samples")
+    args += load_args(load, load_cpus, load_threads, no_pin)
+    if load is not None:
+        label_map.setdefault("load", load)
+    args += [p.agent_arg() for p in plan]
+    if not no_store:
+        open_store(ctx).close()  # a store that cannot open says so before the run
+    how = Plan(
+        args,
+        labels=label_map,
+        target="local",
+        trace=trace_kernel,
+        trace_cpu=cpu,
+        save_stream=save_stream,
+        store_path=None if no_store else store_path(ctx),
+    )
+    with StopSignals(say) as stop:
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("starting the agent", total=None)
+
+            def on_record(rec: Record, p: RunProgress) -> None:
+                bar.update(
+                    task,
+                    description=f"{p.case or 'starting'} · case {p.cases_done + 1}"
+                    f"/{len(plan)} · {p.records} records",
+                )
+
+            try:
+                measured = measure(LocalTransport(exe), how, stop, on_record, say)
+            except (TransportError, StreamError) as e:
+                fail(str(e))
+        code = finish(measured, stop, store_it=not no_store)
+    # docs/outcomes.md: for a person trying rtbench a finished, stored run is
+    # a success even when the OS failed a check; the result above says so.
+    done = measured.run.complete and measured.run.id is not None
+    if exit_zero_if_stored and done and code == EXIT[measured.run.outcome]:
+        code = 0
+    sys.exit(code)
+
+
+@click.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Tag the run.")
+@click.option(
+    "--target",
+    default=None,
+    help="Name of the target it came from (default: the journal's, else 'ingest').",
+)
+@click.pass_context
+def ingest(ctx: click.Context, file: Path, labels: tuple[str, ...], target: str | None) -> None:
+    """Store a saved stream: a board's captured serial console, a
+    `--save-stream` file, or a run rtbench could not store (its journal)."""
+    label_map = parse_labels(labels)
+    open_store(ctx).close()
+    try:
+        result = read_stream(file)
+    except StreamError as e:
+        fail(f"{file}: {e}")
+    except OSError as e:
+        fail(f"{file}: {e.strerror or e}")
+    if not result.hello and not result.cases:
+        fail(f"{file}: no rtbench records in this file ({len(result.log)} lines of other text)")
+    if target is not None or not result.target or result.target == "replay":
+        result.target = target or "ingest"
+    result.labels = {**result.labels, **label_map}
+    measured = Measured(result, store_path=store_path(ctx))
+    sys.exit(finish(measured, None, store_it=True, again=f"rtbench ingest {file}"))
+
+
+@click.command()
+@click.pass_context
+def recover(ctx: click.Context) -> None:
+    """Store the runs of hosts that died while measuring (kill -9, OOM,
+    power loss). Every command that opens the store does this by itself."""
+    from rtbench.recovery import recover as recover_journals
+
+    with open_store(ctx, recover=False) as store:
+        found = recover_journals(store, say)
+    if not found:
+        out.print("no interrupted runs to recover", highlight=False)
+    sys.exit(2 if any(r.run_id is None and "cannot" in r.message for r in found) else 0)
+
+
+def register(main: click.Group) -> None:
+    """Adds this module's commands to the `rtbench` group."""
+    for command in (run, ingest, recover):
+        main.add_command(command)

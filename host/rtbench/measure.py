@@ -1,0 +1,291 @@
+"""The one measuring path: every command that runs the agent (`run`, `ab`,
+`campaign`) or reads a stream (`ingest`) goes through here.
+
+    with StopSignals(say) as stop:
+        measured = measure(target.transport(exe), Plan(args, ...), stop)
+    saved = store_run(measured, say)
+
+`measure` probes the host (when the target is this machine), records the
+kernel trace when asked, collects the stream through any `Transport`, and
+journals every line as it arrives (`rtbench.journal`); `store_run` stores the
+run, retrying a busy store, and when the store cannot take it keeps the
+stream in a named file that `rtbench ingest` stores later.
+
+Signals: SIGINT, SIGTERM and SIGHUP end a measurement alike: the agent is
+stopped, what arrived is stored, and the command exits 128 + the signal
+(130, 143, 129). Signals after the first never interrupt the shutdown.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any
+
+from rtbench import probe
+from rtbench.io.atomic import AtomicSink
+from rtbench.journal import Journal, is_journal_line, read_header
+from rtbench.model import Run
+from rtbench.session import Interrupted, collect
+from rtbench.session import Progress as RunProgress
+from rtbench.store import Store, StoreError
+from rtbench.stream import Record
+from rtbench.transports import ReplayTransport, Transport
+
+Say = Callable[[str], None]
+OnRecord = Callable[[Record, RunProgress], None]
+
+# A busy store (another writer) is tried this many times, waiting the busy
+# timeout (RTBENCH_DB_TIMEOUT) each time and backing off in between.
+SAVE_ATTEMPTS = 3
+
+_WHY: dict[int, str] = {
+    signal.SIGINT: "interrupted by the user (Ctrl-C)",
+    signal.SIGTERM: "stopped by SIGTERM",
+    signal.SIGHUP: "stopped by SIGHUP (the terminal went away)",
+}
+
+
+def _quiet(message: str) -> None:
+    del message
+
+
+class StopSignals:
+    """SIGINT, SIGTERM and SIGHUP as one way to stop a measurement.
+
+    The first signal interrupts the collection of a stream (KeyboardInterrupt
+    inside `armed()`); outside it, and for every later signal, it is only
+    noted, so stopping the agent and storing the run are never cut short.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self, say: Say = _quiet) -> None:
+        self.received: int | None = None
+        self._say = say
+        self._armed = False
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        self._old.clear()
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        del frame
+        if self.received is None:
+            self.received = signum
+            if self._armed:
+                self._armed = False
+                raise KeyboardInterrupt
+            self._say(f"{signal.Signals(signum).name}: stopping once what was measured is stored")
+        else:
+            self._say("already stopping: storing what was measured, this ends by itself")
+
+    @contextmanager
+    def armed(self) -> Iterator[None]:
+        """The block (reading the stream) may be interrupted by the first signal."""
+        if self.received is not None:
+            raise KeyboardInterrupt
+        self._armed = True
+        try:
+            yield
+        finally:
+            self._armed = False
+
+    def why(self) -> str:
+        return _WHY.get(self.received or signal.SIGINT, "stopped by a signal")
+
+    @property
+    def exit_code(self) -> int | None:
+        return None if self.received is None else 128 + self.received
+
+
+@dataclass
+class Plan:
+    """What to measure and how to label it; `target` and `target_meta` come
+    from the target (`rtbench.targets`), `store_path` None means no journal
+    (the run is not to be stored)."""
+
+    args: list[str]
+    labels: dict[str, str] = field(default_factory=dict)
+    source: str = "run"
+    target: str | None = None  # the stored target name (default: the transport's)
+    target_meta: dict[str, Any] = field(default_factory=dict)
+    is_local: bool = True  # the agent runs on this machine: probe it, trace it
+    trace: bool = False
+    trace_cpu: int | None = None
+    save_stream: Path | None = None
+    store_path: Path | None = None
+
+
+@dataclass
+class Measured:
+    run: Run
+    journal: Journal | None = None
+    stream_error: str | None = None  # --save-stream could not be written
+    store_path: Path | None = None
+
+
+@dataclass
+class Saved:
+    run_id: int | None = None
+    error: str | None = None  # why the store refused the run
+    kept: Path | None = None  # where its stream is, when it was not stored
+
+
+def measure(
+    transport: Transport,
+    plan: Plan,
+    stop: StopSignals | None = None,
+    on_record: OnRecord | None = None,
+    say: Say = _quiet,
+) -> Measured:
+    """Runs the agent through `transport` and returns the run with its
+    metadata; TransportError/StreamError when nothing could be measured."""
+    # Imported here: only `--trace` needs the kernel-trace package.
+    from rtbench import trace as kernel_trace
+
+    machine: dict[str, Any] = probe.probe_machine() if plan.is_local else {}
+    if plan.target_meta:
+        machine["target"] = plan.target_meta
+    target = plan.target or transport.name
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    header = {
+        "started_at": started,
+        "target": target,
+        "source": plan.source,
+        "labels": plan.labels,
+        "machine": machine,
+        "args": plan.args,
+    }
+    sink = AtomicSink(plan.save_stream) if plan.save_stream else None
+    journal = Journal.create(plan.store_path, header, say) if plan.store_path else None
+
+    def tee(raw: bytes, rec: Record | None) -> None:
+        if journal is not None:
+            # Durable at each case's end: a power cut keeps every finished case.
+            journal.write(raw, sync=rec is not None and rec.kind in ("end", "bye"))
+        if sink is not None:
+            sink.write(raw + b"\n")
+
+    armed: Callable[[], AbstractContextManager[None]] = stop.armed if stop else nullcontext
+    rec = None
+    try:
+        with kernel_trace.recording(plan.trace and plan.is_local, plan.trace_cpu) as rec:
+            args = [*kernel_trace.agent_args(rec), *plan.args]
+            try:
+                run = collect(
+                    transport,
+                    args,
+                    on_record,
+                    tee=tee,
+                    why_stopped=stop.why if stop else None,
+                    armed=armed,
+                )
+            except Interrupted as e:
+                run = e.run
+    except BaseException:
+        if sink is not None:
+            sink.discard()
+        if journal is not None:
+            journal.discard()  # nothing measured (the agent refused, the stream unreadable)
+        raise
+    if sink is not None:
+        sink.commit()
+    run.started_at, run.target, run.source = started, target, plan.source
+    run.machine, run.labels = machine, dict(plan.labels)
+    if rec is not None:
+        kernel_trace.finish(run, rec)
+    if journal is not None and journal.error:
+        say(f"journal: {journal.error}")
+    return Measured(run, journal, sink.error if sink else None, plan.store_path)
+
+
+def check_args(transport: Transport, args: list[str]) -> str | None:
+    """The agent's own check of `args` (--dry-run) on the target: None when
+    it accepts them, else what it said."""
+    transport.start(["--dry-run", *args])
+    try:
+        for _ in transport.lines():
+            pass
+    finally:
+        status = transport.stop()
+    if status in (0, None):
+        return None
+    return transport.diagnostics().strip() or f"the agent refused its arguments ({status})"
+
+
+def read_stream(path: Path) -> Run:
+    """A saved stream, a captured console or a journal as a run; a journal's
+    header gives back the run's labels, target, host probe and start time."""
+    run = collect(ReplayTransport(path), [], skip=is_journal_line)
+    header = read_header(path)
+    if header:
+        run.started_at = str(header.get("started_at") or run.started_at)
+        run.target = str(header.get("target") or run.target)
+        run.source = f"{header.get('source') or 'run'} (from {path.name})"
+        labels, machine = header.get("labels"), header.get("machine")
+        run.labels = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+        run.machine = machine if isinstance(machine, dict) else {}
+    else:
+        run.source = f"ingest {path.name}"
+    return run
+
+
+def store_run(measured: Measured, say: Say = _quiet, store_path: Path | None = None) -> Saved:
+    """Stores the run; a busy store is retried with backoff. When the store
+    cannot take it, the journal is kept as a named stream file instead."""
+    path = store_path or measured.store_path
+    journal = measured.journal
+    if journal is not None:
+        journal.mark_saving()
+    error = ""
+    for attempt in range(SAVE_ATTEMPTS):
+        try:
+            with Store(path) as store:
+                store.save(measured.run)
+        except StoreError as e:
+            error = str(e)
+            if _busy(error) and attempt + 1 < SAVE_ATTEMPTS:
+                wait = store_timeout() * 2**attempt
+                say(f"the store is busy (another process is writing): trying again in {wait:g} s")
+                time.sleep(wait)
+                continue
+            break
+        except Exception as e:  # a value the store cannot take must not lose the run
+            error = f"{type(e).__name__}: {e}"
+            break
+        if journal is not None:
+            journal.discard()
+        return Saved(measured.run.id)
+    kept = journal.keep() if journal is not None else None
+    return Saved(None, error, kept)
+
+
+def _busy(message: str) -> bool:
+    return "locked" in message or "busy" in message
+
+
+def store_timeout() -> float:
+    from rtbench.store.sqlite import busy_timeout
+
+    return busy_timeout()
