@@ -112,7 +112,8 @@ def parse_campaign(doc: dict[str, Any], default_name: str) -> Campaign:
     unknown = sorted(set(head) - _KNOWN_KEYS)
     if unknown:
         raise CampaignError(
-            f"[campaign]: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(_KNOWN_KEYS))}"
+            f"[campaign]: unknown key(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(_KNOWN_KEYS))}"
         )
     name = head.get("name", default_name)
     if not isinstance(name, str) or not name or "/" in name:
@@ -185,7 +186,7 @@ def group_runs(campaign: Campaign, runs: list[Run]) -> dict[str, list[Run]]:
             newest[key] = run
     out: dict[str, list[Run]] = {g: [] for g in campaign.groups()}
     for cell in campaign.cells():
-        run = newest.get(cell.key)
-        if run is not None:
-            out[cell.group].append(run)
+        found = newest.get(cell.key)
+        if found is not None:
+            out[cell.group].append(found)
     return out
