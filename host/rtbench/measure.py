@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from rtbench import probe
 from rtbench.io.atomic import AtomicSink
@@ -72,6 +72,7 @@ class StopSignals:
         self._say = say
         self._armed = False
         self._old: dict[int, Any] = {}
+        self._exiting = False
 
     def __enter__(self) -> StopSignals:
         if threading.current_thread() is threading.main_thread():
@@ -85,9 +86,18 @@ class StopSignals:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
+        if not self._exiting:
+            for sig, old in self._old.items():
+                signal.signal(sig, old)
         self._old.clear()
+
+    def exiting(self) -> None:
+        """The command is done and about to exit: a signal from now on is
+        ignored (neither an "Aborted!" nor another exit code)."""
+        if self._old:
+            self._exiting = True
+            for sig in self.SIGNALS:
+                signal.signal(sig, signal.SIG_IGN)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         del frame
@@ -135,6 +145,24 @@ class Plan:
     trace_cpu: int | None = None
     save_stream: Path | None = None
     store_path: Path | None = None
+
+
+class TargetLike(Protocol):
+    """What a plan needs of a target (`rtbench.targets.Target`)."""
+
+    name: str
+    emulated: bool
+    is_local: bool
+
+    def metadata(self) -> dict[str, Any]: ...
+
+
+def plan_for(target: TargetLike, args: list[str], **options: Any) -> Plan:
+    """The plan of a run on `target`: its name, its metadata (stored as the
+    run's `machine.target`, with `emulated`), and whether this host's probe
+    and kernel trace apply (only when the agent runs here)."""
+    meta = {**target.metadata(), "emulated": bool(target.emulated)}
+    return Plan(args, target=target.name, target_meta=meta, is_local=target.is_local, **options)
 
 
 @dataclass

@@ -177,7 +177,11 @@ def test_signals_store_what_was_measured(
         run = store.load(1)
     assert _finished(run.cases)[: len(before)] == before
     assert not run.complete
-    why = {signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP", signal.SIGINT: "Ctrl-C"}
+    why: dict[int, str] = {
+        signal.SIGTERM: "SIGTERM",
+        signal.SIGHUP: "SIGHUP",
+        signal.SIGINT: "Ctrl-C",
+    }
     assert any(why[signals[0]] in i.detail for i in run.issues), run.issues
 
 
@@ -289,3 +293,116 @@ def test_locked_store_keeps_the_run_for_ingest(
         _ingest_keeps_the_same_run(kept, _cases_line(r.stdout), db)
     finally:
         kept.unlink()
+
+
+# --- every file rtbench writes ------------------------------------------------
+
+CRITERIA = '"run.stars" = { min = 0 }\n'
+
+
+WRITERS = ["save-stream", "report-html", "report-md", "export-json", "export-csv", "junit"]
+
+
+def _writers(tmp_path: Path) -> dict[str, list[str]]:
+    """Each file-writing option, as argv with OUT where its file goes."""
+    criteria = tmp_path / "c.toml"
+    criteria.write_text(CRITERIA)
+    return {
+        "save-stream": [*SHORT, "--save-stream", "OUT"],
+        "report-html": ["report", "1", "-o", "OUT"],
+        "report-md": ["report", "1", "--format", "markdown", "-o", "OUT"],
+        "export-json": ["export", "1", "--samples", "-o", "OUT"],
+        "export-csv": ["export", "1", "--format", "csv", "-o", "OUT"],
+        "junit": ["check", "1", "--criteria", str(criteria), "--junit", "OUT"],
+    }
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory, agent: Path) -> Path:
+    """A store holding one short run, for the commands that read one."""
+    db = tmp_path_factory.mktemp("stored") / "runs.sqlite"
+    r = subprocess.run(
+        [sys.executable, "-m", "rtbench.cli", "--db", str(db), *SHORT],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    return db
+
+
+def _write_to(
+    db: Path, argv: list[str], out: Path, monkeypatch: pytest.MonkeyPatch
+) -> subprocess.CompletedProcess[str]:
+    monkeypatch.setenv("RTBENCH_DB", str(db))
+    return rtbench(*[str(out) if a == "OUT" else a for a in argv])
+
+
+def _clear_failure(r: subprocess.CompletedProcess[str], out: Path, why: str) -> None:
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    assert f"cannot write {out}" in r.stderr.replace("\n", " ") and why in r.stderr, r.stderr
+
+
+def _runs_in(db: Path) -> int:
+    with Store(db) as store:
+        return len(store.list_runs())
+
+
+@pytest.mark.parametrize("option", WRITERS)
+def test_missing_directory_fails_before_anything(
+    stored: Path, tmp_path: Path, option: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "no" / "such" / "dir" / "file.out"
+    before = _runs_in(stored)
+    r = _write_to(stored, _writers(tmp_path)[option], out, monkeypatch)
+    _clear_failure(r, out, "does not exist")
+    assert _runs_in(stored) == before  # `run` refused before measuring
+    assert not out.parent.exists()
+
+
+def test_ab_json_into_a_missing_directory(db: Path, agent: Path, tmp_path: Path) -> None:
+    out = tmp_path / "missing" / "ab.json"
+    r = rtbench("ab", "--rounds", "1", "--json", str(out))
+    _clear_failure(r, out, "does not exist")
+    assert "round 1" not in r.stderr  # nothing ran
+
+
+@pytest.mark.parametrize("option", WRITERS)
+def test_read_only_mount(
+    stored: Path, tmp_path: Path, option: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    where = tmp_path / "ro"
+    where.mkdir()
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
+    try:
+        out = where / "file.out"
+        before = _runs_in(stored)
+        r = _write_to(stored, _writers(tmp_path)[option], out, monkeypatch)
+        _clear_failure(r, out, "read-only")
+        assert _runs_in(stored) == before
+        assert list(where.iterdir()) == []
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+@pytest.mark.parametrize("option", WRITERS)
+def test_full_disk_leaves_no_partial_file(
+    stored: Path, tmpfs: Path, tmp_path: Path, option: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    filler = _fill(tmpfs)
+    out = tmpfs / "file.out"
+    before = _runs_in(stored)
+    r = _write_to(stored, _writers(tmp_path)[option], out, monkeypatch)
+    _clear_failure(r, out, "No space left on device")
+    assert [p.name for p in tmpfs.iterdir()] == [filler.name]  # no partial file
+    if option == "save-stream":  # the run itself is stored in the healthy store
+        assert _runs_in(stored) == before + 1
+        assert "stored as run" in r.stdout

@@ -220,6 +220,7 @@ def ab(
         finally:
             if switch is not None:
                 switch.close()
+        stop.exiting()  # what follows only shows and writes what is stored
     interrupted = stop.exit_code
 
     a, b = sides

@@ -205,12 +205,13 @@ def run(
             except (TransportError, StreamError) as e:
                 fail(str(e))
         code = finish(measured, stop, store_it=not no_store)
-    # docs/outcomes.md: for a person trying rtbench a finished, stored run is
-    # a success even when the OS failed a check; the result above says so.
-    done = measured.run.complete and measured.run.id is not None
-    if exit_zero_if_stored and done and code == EXIT[measured.run.outcome]:
-        code = 0
-    sys.exit(code)
+        # docs/outcomes.md: for a person trying rtbench a finished, stored run is
+        # a success even when the OS failed a check; the result above says so.
+        done = measured.run.complete and measured.run.id is not None
+        if exit_zero_if_stored and done and code == EXIT[measured.run.outcome]:
+            code = 0
+        stop.exiting()
+        sys.exit(code)
 
 
 @click.command()
