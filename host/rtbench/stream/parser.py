@@ -33,6 +33,7 @@ what this host thinks it means.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Iterable
@@ -125,12 +126,38 @@ def _json_object(body: bytes) -> dict[str, Any]:
     except UnicodeDecodeError as e:
         raise _Damaged(f"record is not valid UTF-8 (byte {e.start} of the body)") from None
     try:
-        obj = json.loads(text)
+        obj = _DECODER.decode(text)
     except (ValueError, RecursionError) as e:  # RecursionError: absurdly deep nesting
         raise _Damaged(f"body is not JSON ({e})") from None
     if not isinstance(obj, dict):
         raise _Damaged(f"body is a JSON {type(obj).__name__}, not an object")
+    if "\\u" in text:
+        # Escapes may spell half a surrogate pair, which no UTF-8 text (the
+        # store, an export, a report) can hold. Rare: the agent escapes only
+        # control characters.
+        try:
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise _Damaged(
+                "a string holds an unpaired surrogate escape (\\ud800-\\udfff)"
+            ) from None
     return obj
+
+
+def _no_constant(name: str) -> Any:
+    # Python's json reads NaN and Infinity, which are not JSON (RFC 8259).
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):  # 1e999
+        raise ValueError(f"{literal[:20]} does not fit a double")
+    return value
+
+
+# One decoder: json.loads with hooks would build a new one for every record.
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
 
 
 class StreamParser:
