@@ -64,7 +64,9 @@ def test_every_kind_runs_counts_its_work_and_cleans_up(
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     spec = "mixed,stress" if STRESS else "mixed"
     r = run_agent(test_agent, ["--load", spec, QUIET, "CLK-RES:count=200"])
-    assert r.code == 0, r.stderr
+    errors = [(c.case, c.reason, [x for x in c.checks if x.verdict != "pass"])
+              for c in r.run.cases]  # fmt: skip
+    assert r.code == 0, (errors, r.stderr)
     assert r.run.hello["params"]["load"] == spec
     assert r.run.hello["params"]["load_threads"] == os.cpu_count()
     for cid in ("JIT-PER", "CLK-RES"):

@@ -121,10 +121,11 @@ def test_signal_mid_run_restores(db: Path, agent: Path, sig: signal.Signals) -> 
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130, out + errs
+    # 128 + the signal, as a shell reports it (Ctrl-C 130, SIGTERM 143)
+    assert proc.returncode == 128 + sig, out + errs
     assert settings() == before
     assert not instance.exists()
-    assert "interrupted: what was measured is stored" in errs
+    assert "what was measured is stored" in errs
     # the cut case keeps its kernel split, and says it was cut
     assert re.search(r"SEM-SHF\s+│ kernel\.wakeup ", out), out
     assert "no end marker" in out
