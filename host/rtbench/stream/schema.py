@@ -155,12 +155,13 @@ _SERIES = fields(case=req(text), series=req(text), point=opt(point), unit=opt(te
 _CYCLES = fields(
     available=opt(boolean), source=opt(text), hz=opt(U64), read_overhead_ns=opt(WIRE_INT)
 )
+_OS_TEXT = "sysname release version machine preempt preempt_mode cmdline clocksource isolated_cpus"
 _HELLO = fields(
     format=opt(U64),
     agent=opt(text),
     version=opt(text),
     port=opt(text),
-    os=opt(obj(fields(sysname=opt(text), release=opt(text), version=opt(text), machine=opt(text)))),
+    os=opt(obj(fields(**{k: opt(text) for k in _OS_TEXT.split()}))),
     cpu=opt(obj(fields(model=opt(text), count=opt(U64)))),
     clock=opt(
         obj(
