@@ -16,9 +16,10 @@ import click
 from rich.table import Table
 
 from rtbench import __version__, catalogue, doctor, probe
-from rtbench.build import BuildError, ensure_agent
+from rtbench.build import ARCHES, BuildError, ensure_agent
 from rtbench.commands import ab as ab_commands
 from rtbench.commands import analysis as analysis_commands
+from rtbench.commands import kernel as kernel_commands
 from rtbench.commands import report as report_commands
 from rtbench.commands import run as run_commands
 from rtbench.commands.common import (
@@ -26,7 +27,6 @@ from rtbench.commands.common import (
     open_store,
     out,
 )
-from rtbench.commands.run import agent_exe
 from rtbench.reports.terminal import render_run
 from rtbench.store import StoreError, default_store_path
 
@@ -53,13 +53,24 @@ def main(ctx: click.Context, db: Path | None) -> None:
     default="release",
     help="test: fault-injection hooks and sanitizers.",
 )
-def build(flavor: str) -> None:
-    """Build the agent for this machine."""
+@click.option(
+    "--arch",
+    type=click.Choice(list(ARCHES)),
+    default=None,
+    help="Cross-build for a target architecture (default: this machine).",
+)
+@click.option(
+    "--static/--dynamic",
+    default=None,
+    help="Link statically (default: static with --arch, dynamic without).",
+)
+def build(flavor: str, arch: str | None, static: bool | None) -> None:
+    """Build the agent for this machine or a target architecture."""
     try:
-        exe = ensure_agent("test" if flavor == "test" else "release")
+        exe = ensure_agent("test" if flavor == "test" else "release", arch, static)
     except BuildError as e:
         fail(str(e))
-    out.print(str(exe), highlight=False)
+    out.print(str(exe), highlight=False, soft_wrap=True)  # one line, for $(rtbench build)
 
 
 @main.command(name="list")
@@ -71,8 +82,8 @@ def build(flavor: str) -> None:
 )
 def list_cases(agent_path: Path | None) -> None:
     """The catalogue, with each case's status on each port."""
-    exe = agent_exe(agent_path)
-    posix = catalogue.agent_cases(exe)
+    # Without --agent, the shipped snapshot: listing needs no build.
+    posix = catalogue.agent_cases(agent_path) if agent_path else catalogue.posix_cases()
     t = Table(header_style="bold")
     t.add_column("ID")
     t.add_column("family")
@@ -142,6 +153,7 @@ run_commands.register(main)
 analysis_commands.register(main)
 report_commands.register(main)
 ab_commands.register(main)
+kernel_commands.register(main)
 
 if __name__ == "__main__":
     main()
