@@ -235,3 +235,21 @@ def test_import_refuses_what_a_stream_could_not_hold(
     no_crash(result)
     assert result.exit_code == 2 and "damaged export" in result.output
     assert message in result.output
+
+
+def test_the_out_of_spec_corpus_stream_end_to_end(tmp_path: Path) -> None:
+    stream = Path(__file__).resolve().parents[1] / "corpus" / "damaged_out_of_spec.rtb"
+    db = str(tmp_path / "db.sqlite")
+    runner = CliRunner()
+    result = runner.invoke(main, ["--db", db, "ingest", str(stream)])
+    no_crash(result)
+    assert result.exit_code == 0, result.output
+    for args in (
+        ["show", "1"],
+        ["analyze", "1"],
+        ["export", "1", "--format", "csv", "-o", str(tmp_path / "run.csv")],
+        ["report", "1", "-o", str(tmp_path / "run.html")],
+    ):
+        result = runner.invoke(main, ["--db", db, *args])
+        no_crash(result)
+        assert result.exit_code == 0, result.output
