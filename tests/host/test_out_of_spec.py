@@ -54,6 +54,16 @@ def odd_series() -> list[Series]:
         Series(
             name="linear_zero", hist=log2(layout={"kind": "linear", "lo": 0, "width": 0}), **base
         ),
+        Series(
+            name="wide_linear",  # valid, at the limits: buckets 2**64 wide
+            hist=log2(
+                layout={"kind": "linear", "lo": -(2**63), "width": U64_MAX, "buckets": 2},
+                counts=[(0, 3), (1, 2)],
+                min=-(2**63),
+                max=U64_MAX,
+            ),
+            **base,
+        ),
         Series(name="u64_max", case="ODD", n=3, min=0, max=U64_MAX, sum=U64_MAX),
         Series(name="huge_n", case="ODD", n=U64_MAX, min=1, max=2, sum=2**100, dropped=U64_MAX),
         Series(name="swept", case="ODD", point={"n": 2}, n=1, min=5, max=5, sum=5),
