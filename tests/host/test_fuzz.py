@@ -308,7 +308,7 @@ JSON = st.recursive(
     ),
     max_leaves=12,
 )
-FIELD_NAMES = sorted({key for spec in RECORDS.values() for key, _, _ in spec})
+FIELD_NAMES = sorted({key for spec in RECORDS.values() for key, *_ in spec})
 BODIES = st.dictionaries(st.sampled_from(FIELD_NAMES) | st.text(max_size=4), JSON, max_size=10)
 
 
