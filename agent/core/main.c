@@ -314,7 +314,10 @@ static void stop_loads(rtb_ctx *ctx, const load_plan *lp, rtb_load **loads, rtb_
         if (rtb_load_stop(loads[i], rtb_clock_now() + budget, &st) != RTB_OK) {
             rtb_emit_check_error(ctx, name, "%s: a load thread did not stop", what);
             *r = RTB_ERROR;
-        } else if (st.ops_total > 0) {
+        } else {
+            /* Its threads ran (they started): a short case on a busy machine
+             * may end before they finish a unit of work. Less load than
+             * asked is a warning about the figures, not an error. */
             char least[64] = "";
             if (st.threads > 1)
                 snprintf(least, sizeof least, ", the least busy thread %llu",
@@ -323,13 +326,10 @@ static void stop_loads(rtb_ctx *ctx, const load_plan *lp, rtb_load **loads, rtb_
                            (unsigned long long)st.ops_total, st.unit, least);
             if (st.ops_min == 0)
                 rtb_warn(ctx, "load_idle",
-                         "%s: a thread completed no %s during the case (its CPU was held at "
-                         "a higher priority, or the machine was busy): part of the figures "
-                         "were taken under less load than asked",
-                         what, st.unit);
-        } else {
-            /* Not the OS failing: the figures were not taken under load. */
-            rtb_emit_check_error(ctx, name, "%s: 0 %s; the load never ran", what, st.unit);
+                         "%s: %s completed no %s during the case (its CPU was held at a "
+                         "higher priority, or the machine was busy): the figures were taken "
+                         "under less load than asked",
+                         what, st.ops_total ? "a thread" : "the load", st.unit);
         }
         loads[i] = NULL;
     }

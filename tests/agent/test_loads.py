@@ -1,7 +1,8 @@
 """Known answers for the background loads (agent --load).
 
-Each kind must really run (its work counter, in a `load_<kind>` check, is
-above zero on every thread) and clean up after itself; `none` starts
+Each kind must really run (its `load_<kind>` check passes with its work
+counter; a thread that finished no unit of work in a short case on a busy
+machine is a `load_idle` warning) and clean up after itself; `none` starts
 nothing; a bad spec is a usage error naming what is allowed; a load that
 cannot start ends the case in error with nothing left running; and a load
 that should show in a case's figures does: a busy thread at a real-time
@@ -77,16 +78,17 @@ def test_every_kind_runs_counts_its_work_and_cleans_up(
         for name, chk in found.items():
             kind = name.removeprefix("load_")
             m = re.search(rf": (\d+) {re.escape(UNITS[kind])}", chk.detail)
-            assert m and int(m.group(1)) > 0, chk.detail
+            assert m, chk.detail
             if kind != "stress":  # one thread per CPU, at normal priority, by default
                 n = os.cpu_count()
                 assert chk.detail.startswith(f"{n} thread{'s' if n != 1 else ''} (SCHED_OTHER)")
-            # The load ran; a thread that did nothing (another session's
-            # real-time task held its CPU all along: this machine is
-            # shared) is a warning beside the pass, never an error.
+            # The load ran; a thread that did no unit of work in the case
+            # (another session's real-time task held its CPU, or a busy
+            # machine's fsync outlasted the case) is a warning beside the
+            # pass, never an error.
             assert chk.verdict == "pass", chk
             least = re.search(r"the least busy thread (\d+)", chk.detail)
-            if least is not None and int(least.group(1)) == 0:
+            if int(m.group(1)) == 0 or (least is not None and int(least.group(1)) == 0):
                 assert any(w.code == "load_idle" for w in c.warnings), chk
     assert list(tmp_path.iterdir()) == []  # no file or folder left behind
 

@@ -75,6 +75,7 @@ def test_mutex_fast_path_shows_the_injected_delay(test_agent: Path, run_agent: R
         assert_shift(samples(base, "MUT-ARN", series), samples(slow, "MUT-ARN", series), D, series)
 
 
+@pytest.mark.realtime  # without priorities most iterations never set up the inversion
 def test_inversion_loop_shows_the_injected_delay(test_agent: Path, run_agent: Runner) -> None:
     case = "MUT-ARC:iterations=200"
     base = run_agent(test_agent, [case])
