@@ -13,6 +13,7 @@ A campaign file (TOML) names its targets, loads, cases and repetitions:
     [[target]]
     name = "rt"                       # the axis value in labels and the report
     spec = "qemu:debian-rt"           # anything `--target` takes
+    smp = 2                           # any other key: a setting of the target
 
 A cell is one (repetition, target, load); each cell is one run of all the
 cases. Cells run in interleaved order (every target and load once, then the
@@ -42,6 +43,9 @@ class CampaignError(ValueError):
 class CampaignTarget:
     name: str
     spec: str
+    # The target's settings besides its spec (e.g. cmdline, smp for qemu:),
+    # as `--target` takes them in a targets file.
+    options: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -140,7 +144,12 @@ def parse_campaign(doc: dict[str, Any], default_name: str) -> Campaign:
             raise CampaignError(f"[[target]] {i}: `spec` is required (e.g. qemu:debian-rt)")
         if not isinstance(tname, str) or not tname or "/" in tname:
             raise CampaignError(f"[[target]] {i}: `name` must be a string without '/'")
-        targets.append(CampaignTarget(tname, spec))
+        options = tuple(
+            (str(k), str(v).lower() if isinstance(v, bool) else str(v))
+            for k, v in t.items()
+            if k not in ("name", "spec")
+        )
+        targets.append(CampaignTarget(tname, spec, options))
     names = [t.name for t in targets]
     if len(set(names)) != len(names):
         raise CampaignError(f"target names must differ: {', '.join(names)}")

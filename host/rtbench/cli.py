@@ -19,6 +19,7 @@ from rtbench import __version__, catalogue, doctor, probe
 from rtbench.build import ARCHES, BuildError, ensure_agent
 from rtbench.commands import ab as ab_commands
 from rtbench.commands import analysis as analysis_commands
+from rtbench.commands import campaign as campaign_commands
 from rtbench.commands import kernel as kernel_commands
 from rtbench.commands import report as report_commands
 from rtbench.commands import run as run_commands
@@ -154,6 +155,7 @@ analysis_commands.register(main)
 report_commands.register(main)
 ab_commands.register(main)
 kernel_commands.register(main)
+campaign_commands.register(main)
 
 if __name__ == "__main__":
     main()

@@ -160,9 +160,17 @@ class Run:
 
     @property
     def complete(self) -> bool:
-        return self.bye is not None and not any(
-            i.kind in ("gap", "truncated") for i in self.issues
-        )
+        return self.bye is not None and not any(i.kind in ("gap", "truncated") for i in self.issues)
+
+    @property
+    def emulated(self) -> str | None:
+        """What emulated the target (e.g. "qemu tcg"), None on real hardware:
+        an emulator's timings compare only with the same emulator's."""
+        target = self.machine.get("target") if isinstance(self.machine, dict) else None
+        if not isinstance(target, dict) or not target.get("emulated"):
+            return None
+        how = " ".join(str(target[k]) for k in ("emulator", "accel") if target.get(k))
+        return how or "an emulator"
 
     @property
     def realtime(self) -> bool:

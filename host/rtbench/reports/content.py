@@ -49,6 +49,8 @@ def stars(n: int) -> str:
 
 def run_name(run: Run) -> str:
     """How a run is named in titles and legends: its id and labels."""
+    if run.id is None and run.labels:  # e.g. a campaign's pooled column
+        return ", ".join(f"{k}={v}" for k, v in run.labels.items())
     base = f"run {run.id}" if run.id is not None else "run (not stored)"
     if run.labels:
         base += " (" + ", ".join(f"{k}={v}" for k, v in run.labels.items()) + ")"
@@ -199,6 +201,8 @@ def _flags(run: Run, s: Series, st: Stats) -> list[str]:
     flags = []
     if not run.realtime:
         flags.append("not_realtime")
+    if run.emulated:
+        flags.append("emulated")
     if st.bounded:
         flags.append("percentiles are bucket bounds (no raw samples)")
     if s.dropped:

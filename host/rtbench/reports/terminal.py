@@ -47,6 +47,14 @@ def _header(run: Run, console: Console) -> None:
             highlight=False,
             markup=False,
         )
+    if run.emulated:
+        console.print(
+            Text(
+                f"  EMULATED: the target ran in {run.emulated}; every figure below is flagged "
+                "emulated and compares only with runs of the same emulator on the same host.",
+                style="bold white on magenta",
+            )
+        )
     if not run.realtime:
         detail = (
             h.get("realtime", {}).get("detail", "") if isinstance(h.get("realtime"), dict) else ""
@@ -69,6 +77,8 @@ def _figures(run: Run) -> Table:
             flags = []
             if not run.realtime:
                 flags.append("[red]not_realtime[/red]")
+            if run.emulated:
+                flags.append("[magenta]emulated[/magenta]")
             if st.bounded:
                 flags.append("p≤bucket")
             if s.dropped:
