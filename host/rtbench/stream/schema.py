@@ -42,7 +42,7 @@ class SchemaError(ValueError):
         self.kind = kind
 
 
-Check = Callable[[Any, str], None]  # raises _Bad with a reason naming `where`
+Check = Callable[[Any, str], None]  # raises SchemaError with a reason naming `where`
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,6 +319,8 @@ def check_record(kind: str, body: dict[str, Any]) -> Problem | None:
     fields = RECORDS.get(kind)
     if fields is None:
         return None
+    if type(body) is not dict:  # only from a caller of assemble(); the parser checks this
+        return "damaged", f"the body is {type(body).__name__}, not an object"
     try:
         _fields(fields, body)
         rules = _RULES.get(kind)
