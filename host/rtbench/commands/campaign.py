@@ -182,6 +182,14 @@ def campaign(
                 f"[{n}/{len(todo)}] {cell.key}: {cell.target.spec}, load {cell.load} …",
                 highlight=False,
             )
+            try:
+                # First: a target knows some of its metadata (e.g. the
+                # accelerator QEMU will use) only once its transport exists.
+                transport = target.transport()
+            except (TransportError, OSError) as e:
+                say(f"{cell.key}: cannot reach {cell.target.spec}: {e}")
+                outcomes.append("error")
+                continue
             how = plan_for(
                 target,
                 _agent_args(c, cell, plan_args),
@@ -190,7 +198,7 @@ def campaign(
                 store_path=store_path(ctx),
             )
             try:
-                measured = measure(target.transport(), how, stop, None, say)
+                measured = measure(transport, how, stop, None, say)
             except (TransportError, StreamError, OSError) as e:
                 say(f"{cell.key}: could not measure: {e}")
                 outcomes.append("error")
