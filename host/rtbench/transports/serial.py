@@ -5,7 +5,8 @@ messages interleave with the agent's records, even inside a record's line
 (the parser finds the prefix and checks each record's CRC, so noise costs at
 most the records it overwrote). A console also never closes, so a run ends
 at the agent's `bye` (after a `hello` of this session), at the shell's exit
-marker, or after the idle timeout.
+marker, or after the idle timeout. Intact records before the first `hello`
+belong to an earlier run and are skipped.
 
 Two ways to start the agent:
 - `command`: a shell on the console; the host types the command line, with
@@ -56,6 +57,16 @@ def record_kind(line: bytes) -> str | None:
     return fields[2].decode("ascii", "replace") if len(fields) == 4 else None
 
 
+def _complete_lines(buf: bytearray) -> Iterator[bytes]:
+    """Takes the complete lines out of `buf` (and a runaway line's first
+    _MAX_LINE bytes), without their line end."""
+    while (nl := buf.find(b"\n")) >= 0 or len(buf) > _MAX_LINE:
+        cut = nl if nl >= 0 else _MAX_LINE
+        line = bytes(buf[:cut])
+        del buf[: cut + 1 if nl >= 0 else cut]
+        yield line.rstrip(b"\r")
+
+
 def command_line(command: str, args: list[str]) -> str:
     """What the host types at the target's shell for one run."""
     quoted = shlex.join(args)
@@ -95,8 +106,15 @@ class SerialTransport:
         except (serial.SerialException, ValueError, OSError) as e:
             raise TransportError(f"cannot open {self.port}: {e}") from None
 
+    def connect(self) -> None:
+        """Opens the line (once): what arrives from then on is read, so a
+        board may be reset after this."""
+        if self._ser is None:
+            self._ser = self.open()
+
     def start(self, args: list[str]) -> None:
-        self._ser = self.open()
+        self.connect()
+        assert self._ser is not None
         if self.command is None:
             return  # the firmware starts the agent by itself
         if not self.samples and "--no-samples" not in args:
@@ -121,40 +139,38 @@ class SerialTransport:
         buf = bytearray()
         hello = False
         bye_at: float | None = None
+        # Silence is counted from the last record line: console noise does
+        # not keep a hung agent's run alive.
         last = time.monotonic()
         while True:
-            chunk = self._read()
+            buf += self._read()
             now = time.monotonic()
-            if chunk:
-                last = now
-                buf += chunk
-            while (nl := buf.find(b"\n")) >= 0 or len(buf) > _MAX_LINE:
-                cut = nl if nl >= 0 else _MAX_LINE
-                line = bytes(buf[:cut]).rstrip(b"\r")
-                del buf[: cut + 1]
+            for line in _complete_lines(buf):
+                if hello and PREFIX in line:
+                    last = now
                 kind = record_kind(line)
                 if kind is None:
-                    m = _EXIT.search(line)
-                    if m and self.command is not None:
+                    self._noise.append(line.decode("utf-8", "replace"))
+                    if self.command is not None and (m := _EXIT.search(line)):
                         self.status = int(m.group(1))
                         self._ended = True
-                        self._noise.append(line.decode("utf-8", "replace"))
                         return
-                    self._noise.append(line.decode("utf-8", "replace"))
                 elif kind == "hello":
-                    hello = True
+                    hello, last = True, now
+                elif not hello:
+                    continue  # an intact record of an earlier run, still on the line
                 yield line
                 if kind == "bye" and hello:
                     if self.command is None:
                         self._ended = True
                         return
-                    bye_at = now  # then the exit marker follows
+                    bye_at = now  # the shell's exit marker follows
             if bye_at is not None and now - bye_at > _AFTER_BYE_S:
                 self._ended = True
                 return
-            wait = self.idle_timeout
-            if not hello:
-                wait = max(wait or 0.0, self.start_wait)
+            # Before the hello: the target's own start-up (a board reset, a
+            # boot) takes what it takes, the `wait` option says how long.
+            wait = self.idle_timeout if hello else self.start_wait
             if wait is not None and now - last > wait:
                 raise TransportError(
                     f"the agent on {self.port} wrote nothing for {wait:.0f} s"
@@ -165,7 +181,7 @@ class SerialTransport:
     def stop(self) -> int | None:
         ser, self._ser = self._ser, None
         if ser is None:
-            return None
+            return self.status
         try:
             if self.command is not None and not self._ended:
                 # The shell's interrupt key ends an agent still running.
