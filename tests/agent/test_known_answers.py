@@ -30,8 +30,22 @@ def test_test_build_says_so(test_agent: Path, run_agent) -> None:  # type: ignor
 @pytest.mark.parametrize(
     ("site", "case", "series", "point"),
     [
-        ("yield_delay", "THR-SW:n=2:duration_ms=150", "switch", {"n": 2}),
-        ("give_delay", "SEM-SHF:duration_ms=150", "give_to_run", None),
+        # A switch holds the yield, a hand-over the give, only where priorities
+        # order who runs when (without them the other thread may run first).
+        pytest.param(
+            "yield_delay",
+            "THR-SW:n=2:duration_ms=150",
+            "switch",
+            {"n": 2},
+            marks=pytest.mark.realtime,
+        ),
+        pytest.param(
+            "give_delay",
+            "SEM-SHF:duration_ms=150",
+            "give_to_run",
+            None,
+            marks=pytest.mark.realtime,
+        ),
         ("ref_delay", "CAL-REF:repeats=50", "t_std", None),
     ],
 )
