@@ -23,6 +23,7 @@ from rtbench.commands import campaign as campaign_commands
 from rtbench.commands import kernel as kernel_commands
 from rtbench.commands import report as report_commands
 from rtbench.commands import run as run_commands
+from rtbench.commands import targets as targets_commands
 from rtbench.commands.common import (
     fail,
     open_store,
@@ -156,6 +157,7 @@ report_commands.register(main)
 ab_commands.register(main)
 kernel_commands.register(main)
 campaign_commands.register(main)
+targets_commands.register(main)
 
 if __name__ == "__main__":
     main()

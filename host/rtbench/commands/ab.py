@@ -44,11 +44,13 @@ from rtbench.commands.common import (
     selection_options,
     store_path,
 )
+from rtbench.commands.targets import open_transport, resolve_or_fail, target_option
 from rtbench.io.atomic import OutputError, write_text
-from rtbench.measure import Measured, Plan, StopSignals, check_args, measure, store_run
+from rtbench.measure import Measured, Plan, StopSignals, check_args, measure, plan_for, store_run
 from rtbench.model import Run, worst_outcome
 from rtbench.suites import Planned, SelectionError, select
-from rtbench.transports import LocalTransport, TransportError
+from rtbench.targets import Target
+from rtbench.transports import TransportError
 
 
 def us(ns: float | None) -> str:
@@ -56,7 +58,8 @@ def us(ns: float | None) -> str:
 
 
 def _one_run(
-    exe: Path,
+    target: Target,
+    exe: Path | None,
     cfg: Config,
     plan: Plan,
     switch: PreemptSwitch | None,
@@ -66,7 +69,7 @@ def _one_run(
         switch.switched(cfg.preempt) if switch is not None else nullcontext()
     )
     with preempt:  # measure probes inside: it records the mode in effect
-        return measure(LocalTransport(exe), plan, stop, say=say)
+        return measure(open_transport(target, exe), plan, stop, say=say)
 
 
 def _table(rows: list[Row]) -> Table:
@@ -112,6 +115,7 @@ def _table(rows: list[Row]) -> Table:
     default=None,
     help="Also write the comparison rows as JSON.",
 )
+@target_option
 @click.pass_context
 def ab(
     ctx: click.Context,
@@ -127,6 +131,7 @@ def ab(
     labels: tuple[str, ...],
     agent_path: Path | None,
     json_out: Path | None,
+    target_spec: str | None,
 ) -> None:
     """Run a case (default JIT-PER) under configurations A and B, interleaved,
     and report per indicator the ratio B/A with a significance test.
@@ -140,9 +145,12 @@ def ab(
         sides = [parse_config("A", a_items), parse_config("B", b_items)]
     except ConfigError as e:
         fail(str(e))
+    target = resolve_or_fail(target_spec, any(cfg.trace for cfg in sides))
+    if not target.is_local and any(cfg.preempt for cfg in sides):
+        fail(f"preempt= switches this machine's kernel: it cannot switch {target.name}'s")
     try:
-        exe = agent_path or ensure_agent("release")
-        known = catalogue.agent_cases(exe)
+        exe = (agent_path or ensure_agent("release")) if target.is_local else agent_path
+        known = catalogue.agent_cases(exe) if exe else catalogue.posix_cases()
         names = {c.id: c.param_names for c in known.values()}
         plans: dict[str, list[Planned]] = {
             cfg.name: select(
@@ -155,7 +163,7 @@ def ab(
     for cfg in sides:  # the agent checks its options (a load spec) before anything runs
         args = cfg.agent_args(cpu, priority) + [p.agent_arg() for p in plans[cfg.name]]
         try:
-            refused = check_args(LocalTransport(exe), args)
+            refused = check_args(open_transport(target, exe), args)
         except TransportError as e:
             refused = str(e)
         if refused is not None:
@@ -192,7 +200,8 @@ def ab(
                     err.print(
                         f"round {rnd}/{rounds} · {cfg.name}: {cfg.describe()} …", highlight=False
                     )
-                    plan = Plan(
+                    plan = plan_for(
+                        target,
                         args,
                         labels={
                             **user_labels,
@@ -201,13 +210,12 @@ def ab(
                             "ab_round": str(rnd),
                         },
                         source="ab",
-                        target="local",
                         trace=cfg.trace,
                         trace_cpu=cpu,
                         store_path=store_path(ctx),
                     )
                     try:
-                        measured = _one_run(exe, cfg, plan, switch, stop)
+                        measured = _one_run(target, exe, cfg, plan, switch, stop)
                     except TransportError as e:
                         fail(f"{cfg.name} ({cfg.describe()}): {e}")
                     except ConfigError as e:

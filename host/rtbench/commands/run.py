@@ -27,12 +27,13 @@ from rtbench.commands.common import (
     selection_options,
     store_path,
 )
-from rtbench.measure import Measured, Plan, StopSignals, measure, read_stream, store_run
+from rtbench.commands.targets import open_transport, resolve_or_fail, target_option
+from rtbench.measure import Measured, StopSignals, measure, plan_for, read_stream, store_run
 from rtbench.reports.terminal import render_run
 from rtbench.session import Progress as RunProgress
 from rtbench.stream import Record, StreamError
 from rtbench.suites import SelectionError, select
-from rtbench.transports import LocalTransport, TransportError
+from rtbench.transports import TransportError
 
 
 def agent_exe(path: Path | None) -> Path:
@@ -119,6 +120,7 @@ def finish(
     help="Threads per load kind (default: one per load CPU).",
 )
 @click.option("--no-pin", is_flag=True, help="Do not pin case threads to the measurement CPU.")
+@target_option
 @click.option(
     "--exit-zero-if-stored",
     is_flag=True,
@@ -143,9 +145,10 @@ def run(
     load_cpus: str | None,
     load_threads: int | None,
     no_pin: bool,
+    target_spec: str | None,
     exit_zero_if_stored: bool,
 ) -> None:
-    """Run a suite (or chosen cases) on this machine, store and show it.
+    """Run a suite (or chosen cases) on this machine or a --target, store and show it.
 
     The stream is journaled beside the store as it arrives: if this host is
     killed, the next rtbench command stores every finished case. Ctrl-C,
@@ -155,9 +158,11 @@ def run(
     label_map = parse_labels(labels)
     if save_stream is not None:
         check_output(save_stream)
-    exe = agent_exe(agent_path)
+    target = resolve_or_fail(target_spec, trace_kernel)
+    # Another system runs the same port's agent, built for it by its target.
+    exe = agent_exe(agent_path) if target.is_local else agent_path
     try:
-        known = catalogue.agent_cases(exe)
+        known = catalogue.agent_cases(exe) if exe else catalogue.posix_cases()
         plan = select(
             suite, list(cases), list(overrides), {c.id: c.param_names for c in known.values()}
         )
@@ -174,16 +179,18 @@ def run(
     args += [p.agent_arg() for p in plan]
     if not no_store:
         open_store(ctx).close()  # a store that cannot open says so before the run
-    how = Plan(
-        args,
-        labels=label_map,
-        target="local",
-        trace=trace_kernel,
-        trace_cpu=cpu,
-        save_stream=save_stream,
-        store_path=None if no_store else store_path(ctx),
-    )
     with StopSignals(say) as stop:
+        # Before the plan: the target's metadata includes what its set-up learned.
+        transport = open_transport(target, exe)
+        how = plan_for(
+            target,
+            args,
+            labels=label_map,
+            trace=trace_kernel,
+            trace_cpu=cpu,
+            save_stream=save_stream,
+            store_path=None if no_store else store_path(ctx),
+        )
         with Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
@@ -201,7 +208,7 @@ def run(
                 )
 
             try:
-                measured = measure(LocalTransport(exe), how, stop, on_record, say)
+                measured = measure(transport, how, stop, on_record, say)
             except (TransportError, StreamError) as e:
                 fail(str(e))
         code = finish(measured, stop, store_it=not no_store)

@@ -203,8 +203,8 @@ def check_options(kind: str, opts: Options, known: tuple[str, ...]) -> None:
     """A clear error for an option this kind of target does not take."""
     unknown = sorted(set(opts) - set(known))
     if unknown:
-        takes = f"takes {', '.join(known)}" if known else "takes no options"
-        raise TargetError(f"a {kind} target {takes}; unknown: {', '.join(unknown)}")
+        takes = f"take {', '.join(known)}" if known else "take no options"
+        raise TargetError(f"{kind} targets {takes}; unknown: {', '.join(unknown)}")
 
 
 def opt_int(opts: Options, key: str, default: int, lo: int = 1) -> int:
