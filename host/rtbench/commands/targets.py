@@ -99,7 +99,7 @@ def targets_cmd(specs: tuple[str, ...], no_check: bool) -> None:
             checks = list(pool.map(_check, resolved))
     t = Table(header_style="bold", title=f"targets ({path})")
     for col in ("name", "kind", "spec", "reachable", "detail"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     for (name, spec), target, reach in zip(rows, resolved, checks, strict=True):
         kind = target.kind if not isinstance(target, str) else "?"
         if reach is None:
