@@ -122,3 +122,26 @@ def test_junit_has_one_testcase_per_criterion(tmp_path: Path) -> None:
     assert [c.get("name") for c in cases] == list(crit_key.key for crit_key in crit)
     assert cases[0].find("failure") is None and cases[0].find("error") is None
     assert cases[1].find("failure") is not None and cases[2].find("error") is not None
+
+
+def test_a_case_that_cannot_apply_skips_its_criteria_and_junit_says_so(tmp_path: Path) -> None:
+    run = make_run()
+    shf = run.case("SEM-SHF")
+    assert shf is not None
+    shf.outcome, shf.reason = "skipped", "needs real-time priority"
+    outcomes = evaluate(
+        run,
+        parse_criteria({
+            "SEM-SHF.give_to_run.max": {"max_us": 0.001},
+            "THR-SW.switch[n=2].max": {"max_us": 1000},
+        }),
+    )  # fmt: skip
+    assert [o.verdict for o in outcomes] == ["skipped", "passed"]
+    assert "needs real-time priority" in outcomes[0].message
+    assert exit_code(outcomes) == 0  # skips are allowed: docs/outcomes.md
+    path = tmp_path / "junit.xml"
+    write_junit(outcomes, path)
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert suite is not None and suite.get("skipped") == "1"
+    skipped = suite.findall("testcase/skipped")
+    assert len(skipped) == 1 and "needs real-time priority" in (skipped[0].get("message") or "")

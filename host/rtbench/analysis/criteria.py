@@ -31,7 +31,7 @@ RUN_INDICATORS = ("stars", "composite_score")
 BOUNDS = ("min", "max", "min_us", "max_us", "min_ns", "max_ns", "min_ratio", "max_ratio")
 _PATH = re.compile(r"^(?P<case>[^.\[\]]+)\.(?P<series>[^\[\]]+?)(?:\[(?P<point>[^\]]*)\])?$")
 
-CriterionVerdict = Literal["passed", "failed", "error"]
+CriterionVerdict = Literal["passed", "failed", "error", "skipped"]
 
 
 class CriteriaError(ValueError):
@@ -224,6 +224,12 @@ def evaluate(
 
 
 def _evaluate_one(run: Run, c: Criterion, baseline: Run | None, rubric: Rubric | None) -> Outcome:
+    # docs/outcomes.md: a case that cannot apply on this system (no real-time
+    # priority, not implemented by its port) skips its criteria, with why.
+    case = run.case(c.case) if c.case != "run" else None
+    if case is not None and case.outcome in ("skipped", "unsupported"):
+        why = case.reason or case.outcome
+        return Outcome(c, "skipped", f"{c.case} is {case.outcome} on this system: {why}")
     try:
         value, note = indicator_value(run, c, rubric)
     except _Missing as e:
@@ -247,6 +253,6 @@ def _evaluate_one(run: Run, c: Criterion, baseline: Run | None, rubric: Rubric |
 
 
 def exit_code(outcomes: list[Outcome]) -> int:
-    """0 all passed, 1 some failed, 2 some could not be evaluated."""
+    """0 all passed (skips allowed), 1 some failed, 2 some could not be evaluated."""
     verdicts = {o.verdict for o in outcomes}
     return 2 if "error" in verdicts else 1 if "failed" in verdicts else 0

@@ -43,7 +43,7 @@ from rtbench.reference import figures_for
 from rtbench.reports.terminal import render_run, us
 from rtbench.store import Store, StoreError, kernel_release
 
-_VERDICT_STYLE = {"passed": "green", "failed": "red", "error": "bold red"}
+_VERDICT_STYLE = {"passed": "green", "failed": "red", "error": "bold red", "skipped": "yellow"}
 _RUBRIC_OPTION = click.option(
     "--rubric",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),

@@ -12,6 +12,7 @@ from rtbench.analysis.criteria import Outcome
 def junit_tree(outcomes: list[Outcome], suite: str) -> ET.ElementTree[ET.Element]:
     failures = sum(o.verdict == "failed" for o in outcomes)
     errors = sum(o.verdict == "error" for o in outcomes)
+    skipped = sum(o.verdict == "skipped" for o in outcomes)
     root = ET.Element(
         "testsuites", tests=str(len(outcomes)), failures=str(failures), errors=str(errors)
     )
@@ -22,7 +23,7 @@ def junit_tree(outcomes: list[Outcome], suite: str) -> ET.ElementTree[ET.Element
         tests=str(len(outcomes)),
         failures=str(failures),
         errors=str(errors),
-        skipped="0",
+        skipped=str(skipped),
     )
     for o in outcomes:
         c = o.criterion
@@ -31,6 +32,8 @@ def junit_tree(outcomes: list[Outcome], suite: str) -> ET.ElementTree[ET.Element
             ET.SubElement(tc, "failure", message=o.message, type="threshold").text = o.message
         elif o.verdict == "error":
             ET.SubElement(tc, "error", message=o.message, type="indicator").text = o.message
+        elif o.verdict == "skipped":
+            ET.SubElement(tc, "skipped", message=o.message)
         out = "; ".join([o.message, *o.notes])
         ET.SubElement(tc, "system-out").text = out
     ET.indent(root)
