@@ -13,21 +13,19 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import queue
 import re
 import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from rtbench.targets import initramfs
 from rtbench.targets.kernels import Kernel
 from rtbench.transports.base import TransportError
+from rtbench.transports.process import ChildTransport
 
 _MARK = initramfs.MARKER.encode()
 _EXIT = re.compile(rb"exit=(\d+)")
@@ -72,25 +70,22 @@ def die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
 
-class QemuTransport:
+class QemuTransport(ChildTransport):
     """A Transport that boots a guest per run (see the module's doc)."""
 
     def __init__(self, name: str, launch: Launch, agent: Path, boot_timeout: float) -> None:
+        super().__init__()
         self.name = name
         self.launch = launch
         self.agent = agent
         self.boot_timeout = boot_timeout
-        self.idle_timeout: float | None = None
-        self.proc: subprocess.Popen[bytes] | None = None
         self.console = ""  # the guest's kernel console, once stopped
         # Seconds after QEMU started: init (kernel booted), first record, exit.
         self.timings: dict[str, float] = {}
         self.guest_uptime_at_init: float | None = None
         self._t0 = 0.0
         self._exit_status: int | None = None
-        self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=10000)
-        self._stderr: list[str] = []
-        self._readers: list[threading.Thread] = []
+        self._booting = True  # no record yet when the last wait began
         self._workdir: Path | None = None
         self.run_dir = ""  # the guest's files (initrd, console) while it runs
 
@@ -103,8 +98,8 @@ class QemuTransport:
         self.stop()
         self.proc = None
         self.timings, self.guest_uptime_at_init, self.console = {}, None, ""
-        self._exit_status, self._stderr = None, []
-        self._queue = queue.Queue(maxsize=10000)
+        self._exit_status = None
+        self._reset_streams()
         self._workdir = Path(tempfile.mkdtemp(prefix="rtbench-qemu-"))
         self.run_dir = str(self._workdir)
         try:
@@ -116,37 +111,22 @@ class QemuTransport:
         console = self._workdir / "console.txt"
         self._t0 = time.monotonic()
         try:
-            self.proc = subprocess.Popen(
-                self.launch.argv(initrd, console),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,  # the terminal's Ctrl-C is the host's to handle
-                preexec_fn=die_with_parent,
-            )
-        except OSError as e:
+            argv = self.launch.argv(initrd, console)
+            self._spawn(argv, self.launch.qemu, preexec=die_with_parent)
+        except TransportError:
             self._cleanup()
-            raise TransportError(f"cannot start {self.launch.qemu}: {e}") from e
-        self._readers = [
-            threading.Thread(target=self._pump, daemon=True),
-            threading.Thread(target=self._drain_stderr, daemon=True),
-        ]
-        for t in self._readers:
-            t.start()
+            raise
 
     def _elapsed(self) -> float:
         return time.monotonic() - self._t0
 
-    def _pump(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            line = raw.rstrip(b"\r\n")
-            if line.startswith(_MARK):
-                self._marker(line[len(_MARK) :].strip())
-                continue
-            self.timings.setdefault("first_record", self._elapsed())
-            self._queue.put(line)
-        self._queue.put(None)
+    def _line(self, line: bytes) -> bytes | None:
+        line = line.rstrip(b"\r")  # a serial port's line end
+        if line.startswith(_MARK):
+            self._marker(line[len(_MARK) :].strip())
+            return None
+        self.timings.setdefault("first_record", self._elapsed())
+        return line
 
     def _marker(self, body: bytes) -> None:
         if body.startswith(b"init"):
@@ -158,26 +138,16 @@ class QemuTransport:
             self.timings["exit"] = self._elapsed()
             self._exit_status = int(m.group(1))
 
-    def _drain_stderr(self) -> None:
-        assert self.proc is not None and self.proc.stderr is not None
-        for raw in self.proc.stderr:
-            self._stderr.append(raw.decode("utf-8", "replace").rstrip("\n"))
+    def _timeout(self) -> float | None:
+        # Until the agent speaks, the guest is booting: that takes its own time.
+        self._booting = "first_record" not in self.timings
+        if self._booting:
+            return max(self.idle_timeout or 0.0, self.boot_timeout)
+        return self.idle_timeout
 
-    def lines(self) -> Iterator[bytes]:
-        while True:
-            # Until the agent speaks, the guest is booting: that takes its own time.
-            booting = "first_record" not in self.timings
-            timeout = self.idle_timeout
-            if booting:
-                timeout = max(timeout or 0.0, self.boot_timeout)
-            try:
-                item = self._queue.get(timeout=timeout)
-            except queue.Empty:
-                what = "the guest did not start the agent" if booting else "the agent wrote nothing"
-                raise TransportError(f"{what} for {timeout:.0f} s; stopped QEMU") from None
-            if item is None:
-                return
-            yield item
+    def _silence(self, timeout: float) -> str:
+        what = "the guest did not start the agent" if self._booting else "the agent wrote nothing"
+        return f"{what} for {timeout:.0f} s; stopped QEMU"
 
     def stop(self) -> int | None:
         proc = self.proc
@@ -188,9 +158,7 @@ class QemuTransport:
                 proc.wait(timeout=POWEROFF_WAIT_S)
         if proc.poll() is None:
             proc.kill()
-        proc.wait()
-        for t in self._readers:
-            t.join(timeout=5)
+        self._reap(proc)
         self._cleanup()
         if self._exit_status is not None:
             return self._exit_status

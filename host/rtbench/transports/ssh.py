@@ -15,15 +15,12 @@ The wrapper also gives the agent a fresh working and temporary folder
 from __future__ import annotations
 
 import contextlib
-import queue
 import shlex
 import subprocess
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
-from rtbench.transports.base import TransportError
+from rtbench.transports.process import ChildTransport
 
-_EOF = b""
 # Exit status of the wrapper when it cannot even start the agent.
 WRAPPER_FAILED = 125
 
@@ -63,7 +60,7 @@ def remote_command(exe: str, run_base: str, args: list[str], sudo: bool) -> str:
     return ("sudo -n " if sudo else "") + shlex.join(argv)
 
 
-class SshTransport:
+class SshTransport(ChildTransport):
     """The agent on a target reached with `ssh`, its stream on ssh's stdout."""
 
     def __init__(
@@ -74,61 +71,20 @@ class SshTransport:
         sudo: bool,
         name: str,
     ) -> None:
+        super().__init__()
         self.ssh = ssh  # remote command -> the ssh argv running it
         self.exe = exe
         self.run_base = run_base
         self.sudo = sudo
         self.name = name
-        self.idle_timeout: float | None = None
-        self.proc: subprocess.Popen[bytes] | None = None
-        self._queue: queue.Queue[bytes] = queue.Queue(maxsize=10000)
-        self._stderr: list[str] = []
-        self._readers: list[threading.Thread] = []
 
     def start(self, args: list[str]) -> None:
         argv = self.ssh(remote_command(self.exe, self.run_base, args, self.sudo))
-        try:
-            # Its own session: a terminal's Ctrl-C reaches the host, which
-            # then stops the agent in order (and keeps its exit status).
-            self.proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
-        except OSError as e:
-            raise TransportError(f"cannot start ssh: {e}") from e
-        self._readers = [
-            threading.Thread(target=self._pump, daemon=True),
-            threading.Thread(target=self._drain_stderr, daemon=True),
-        ]
-        for t in self._readers:
-            t.start()
+        # stdin stays open for the whole run: closing it stops the agent.
+        self._spawn(argv, "ssh", stdin=subprocess.PIPE)
 
-    def _pump(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            self._queue.put(raw.rstrip(b"\n"))
-        self._queue.put(_EOF)
-
-    def _drain_stderr(self) -> None:
-        assert self.proc is not None and self.proc.stderr is not None
-        for raw in self.proc.stderr:
-            self._stderr.append(raw.decode("utf-8", "replace").rstrip("\n"))
-
-    def lines(self) -> Iterator[bytes]:
-        while True:
-            timeout = self.idle_timeout
-            try:
-                item = self._queue.get(timeout=timeout)
-            except queue.Empty:
-                raise TransportError(
-                    f"the agent on {self.name} wrote nothing for {timeout:.0f} s; stopped it"
-                ) from None
-            if item is _EOF:
-                return
-            yield item
+    def _silence(self, timeout: float) -> str:
+        return f"the agent on {self.name} wrote nothing for {timeout:.0f} s; stopped it"
 
     def stop(self) -> int | None:
         proc = self.proc
@@ -144,10 +100,4 @@ class SshTransport:
             # The link is gone: ending ssh ends the session, and the wrapper
             # sees its stdin close whenever sshd notices.
             proc.kill()
-        status = proc.wait()
-        for t in self._readers:
-            t.join(timeout=5)
-        return status
-
-    def diagnostics(self) -> str:
-        return "\n".join(self._stderr[-20:])
+        return self._reap(proc)

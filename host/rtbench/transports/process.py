@@ -1,0 +1,115 @@
+"""The part of a Transport that runs a child process and reads its output.
+
+The local agent, `ssh` and QEMU are all a child of the host whose stdout is
+the agent's stream. The child gets its own session: a terminal's Ctrl-C
+reaches the host only, which then stops the child in order (and keeps its
+exit status). Its stdout is read on a thread into a queue so `lines` can
+give up after a silence; its stderr is drained on another thread so a
+chatty child never blocks on a full pipe, and kept for diagnostics. How the
+child is ended differs per transport; each one's `stop` finishes with
+`_reap`.
+"""
+
+from __future__ import annotations
+
+import queue
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+
+from rtbench.transports.base import TransportError
+
+
+class ChildTransport:
+    """A base for transports whose agent stream is a child's stdout."""
+
+    name: str
+    idle_timeout: float | None
+
+    def __init__(self) -> None:
+        self.idle_timeout = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=10000)
+        self._stderr: list[str] = []
+        self._readers: list[threading.Thread] = []
+
+    def _reset_streams(self) -> None:
+        """Forgets a previous child's output (a transport started again)."""
+        self._queue = queue.Queue(maxsize=10000)
+        self._stderr = []
+
+    def _spawn(
+        self,
+        argv: list[str],
+        what: str,
+        *,
+        stdin: int = subprocess.DEVNULL,
+        preexec: Callable[[], None] | None = None,
+    ) -> None:
+        """Starts `argv` (`what` names it in errors) and its readers."""
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=preexec,
+            )
+        except OSError as e:
+            raise TransportError(f"cannot start {what}: {e}") from e
+        self._readers = [
+            threading.Thread(target=self._pump, daemon=True),
+            threading.Thread(target=self._drain_stderr, daemon=True),
+        ]
+        for t in self._readers:
+            t.start()
+
+    def _line(self, line: bytes) -> bytes | None:
+        """A line of stdout (without its newline) as the stream's line, or
+        None for one the transport consumes itself. Runs on the reader."""
+        return line
+
+    def _pump(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = self._line(raw.rstrip(b"\n"))
+            if line is not None:
+                self._queue.put(line)
+        self._queue.put(None)  # the end of the stream (an empty line is a line)
+
+    def _drain_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            self._stderr.append(raw.decode("utf-8", "replace").rstrip("\n"))
+
+    def _timeout(self) -> float | None:
+        """How long the next line may take (asked before each line)."""
+        return self.idle_timeout
+
+    def _silence(self, timeout: float) -> str:
+        """The error when no line came for `timeout` s."""
+        return f"the agent wrote nothing for {timeout:.0f} s; stopped it"
+
+    def lines(self) -> Iterator[bytes]:
+        while True:
+            timeout = self._timeout()
+            try:
+                item = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                assert timeout is not None  # no timeout, no silence
+                raise TransportError(self._silence(timeout)) from None
+            if item is None:
+                return
+            yield item
+
+    def _reap(self, proc: subprocess.Popen[bytes]) -> int:
+        """Waits for the ended child, then for its last words (stderr),
+        which must be read before anyone asks for them."""
+        status = proc.wait()
+        for t in self._readers:
+            t.join(timeout=5)
+        return status
+
+    def diagnostics(self) -> str:
+        return "\n".join(self._stderr[-20:])
