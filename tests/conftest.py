@@ -1,7 +1,9 @@
 """Shared fixtures: the agent builds (release and test), a helper that
 runs the agent and parses what it wrote, and the one policy for tests that
 need real-time priority: `@pytest.mark.realtime` skips them, with the
-reason, where SCHED_FIFO is refused (docs/outcomes.md)."""
+reason, where SCHED_FIFO is refused (docs/outcomes.md); likewise
+`@pytest.mark.root("what needs it")` for tests that need root (mounting,
+starting sshd, dropping privileges, tracefs)."""
 
 from __future__ import annotations
 
@@ -106,7 +108,18 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def _root_skip_reason(item: pytest.Item) -> str:
+    marker = item.get_closest_marker("root")
+    assert marker is not None
+    why = marker.args[0] if marker.args else "this test"
+    return f"needs root ({why}); running as uid {os.geteuid()}"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.geteuid() != 0:
+        for item in items:
+            if item.get_closest_marker("root"):
+                item.add_marker(pytest.mark.skip(reason=_root_skip_reason(item)))
     wanted = [item for item in items if item.get_closest_marker("realtime")]
     if not wanted:
         return

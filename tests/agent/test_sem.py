@@ -5,7 +5,6 @@ each timed interval that contains one call. No absolute time is asserted."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -149,7 +148,7 @@ def public_test_agent(test_agent: Path) -> Iterator[Path]:
         yield exe
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
+@pytest.mark.root("dropping privileges")
 def test_without_realtime_priority_checks_are_skipped(public_test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
     r = run_agent(
         public_test_agent,

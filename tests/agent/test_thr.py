@@ -232,7 +232,7 @@ def public_agent(agent: Path) -> Iterator[Path]:
         yield exe
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
+@pytest.mark.root("dropping privileges")
 def test_behaviour_checks_are_skipped_without_realtime(public_agent: Path, run_agent: Any) -> None:
     r = run_agent(
         public_agent, ["THR-B-NEW:repeats=2", "THR-B-RR:duration_ms=100"], preexec=drop_privileges

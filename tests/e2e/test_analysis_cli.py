@@ -168,6 +168,7 @@ def test_import_cyclictest(db: Path, tmp_path: Path) -> None:
     assert r.returncode == 2 and "not valid JSON" in r.stderr
 
 
+@pytest.mark.realtime  # cyclictest measures under SCHED_FIFO
 @pytest.mark.skipif(shutil.which("cyclictest") is None, reason="rt-tests' cyclictest not here")
 def test_import_a_real_cyclictest_file(db: Path, tmp_path: Path) -> None:
     out = tmp_path / "real.json"

@@ -245,6 +245,7 @@ def _ingest_keeps_the_same_run(kept: Path, printed: str, db: Path) -> None:
     assert run.labels == {"keep": "me"} and run.target == "local"
 
 
+@pytest.mark.root("mounting a tmpfs")
 def test_full_disk_keeps_the_run_for_ingest(
     agent: Path, tmpfs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -368,6 +369,7 @@ def test_ab_json_into_a_missing_directory(db: Path, agent: Path, tmp_path: Path)
     assert "round 1" not in r.stderr  # nothing ran
 
 
+@pytest.mark.root("mounting a tmpfs")
 @pytest.mark.parametrize("option", WRITERS)
 def test_read_only_mount(
     stored: Path, tmp_path: Path, option: str, monkeypatch: pytest.MonkeyPatch
@@ -393,6 +395,7 @@ def test_read_only_mount(
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
+@pytest.mark.root("mounting a tmpfs")
 @pytest.mark.parametrize("option", WRITERS)
 def test_full_disk_leaves_no_partial_file(
     stored: Path, tmpfs: Path, tmp_path: Path, option: str, monkeypatch: pytest.MonkeyPatch

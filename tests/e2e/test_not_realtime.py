@@ -27,7 +27,7 @@ CASES = [
     "SEM-SHF:duration_ms=50",
 ]
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
+pytestmark = pytest.mark.root("dropping privileges")
 
 
 @pytest.fixture(scope="module")

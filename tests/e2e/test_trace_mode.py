@@ -6,7 +6,6 @@ after the agent crashed. No timing is asserted."""
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -21,10 +20,10 @@ from helpers import rtbench
 from rtbench.trace import snapshot
 from rtbench.trace.tracefs import TRACEFS, kernel_has_tracefs, toplevel_lock
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or not kernel_has_tracefs(),
-    reason="the kernel-trace mode needs root and a kernel with tracefs",
-)
+pytestmark = [
+    pytest.mark.root("the kernel-trace mode writes tracefs"),
+    pytest.mark.skipif(not kernel_has_tracefs(), reason="needs a kernel with tracefs"),
+]
 
 FAST = ["-c", "CAL-REF", "-c", "SEM-SHF", "--set", "SEM-SHF.duration_ms=100"]
 

@@ -274,12 +274,7 @@ def test_render_colours_by_status() -> None:
 # --- a real unprivileged process -----------------------------------------------
 
 
-@pytest.mark.root
-@pytest.mark.skipif(
-    not hasattr(os, "geteuid") or os.geteuid() != 0,
-    reason="needs root: the test forks a child that drops to uid/gid 65534 (nobody) "
-    "with RLIMIT_RTPRIO 0, which only root can do",
-)
+@pytest.mark.root("forking a child that drops to nobody with RLIMIT_RTPRIO 0")
 def test_unprivileged_process_cannot_use_sched_fifo() -> None:
     read_fd, write_fd = os.pipe()
     pid = os.fork()

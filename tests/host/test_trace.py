@@ -21,6 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -671,10 +672,16 @@ def test_journal_goes_on_after_a_failure(tmp_path: Path) -> None:
 
 # --- the real tracefs (root) ---------------------------------------------------------
 
-root_only = pytest.mark.skipif(
-    os.geteuid() != 0 or not tracefs_mod.kernel_has_tracefs(),
-    reason="needs root and a kernel with tracefs",
-)
+_T = TypeVar("_T")
+
+
+def root_only(test: _T) -> _T:
+    """The real tracefs: root (the one policy of tests/conftest.py) and a
+    kernel that has it."""
+    no_tracefs = pytest.mark.skipif(
+        not tracefs_mod.kernel_has_tracefs(), reason="needs a kernel with tracefs"
+    )
+    return pytest.mark.root("writing the kernel's tracefs")(no_tracefs(test))
 
 
 def _settings(d: Path) -> dict[str, str]:
