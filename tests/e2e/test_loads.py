@@ -77,17 +77,22 @@ def _start(tmp: Path, mark: str) -> tuple[subprocess.Popen[str], int]:
     env = {**os.environ, MARK: mark, "TMPDIR": str(tmp)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "rtbench.cli", "run", "--load", LOAD, "-c", "THR-SW",
-         "--set", "THR-SW.duration_ms=4000", "--set", "THR-SW.n=2"],
+         "--set", "THR-SW.duration_ms=120000", "--set", "THR-SW.n=2"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
 
-    def agent() -> int | None:
-        return next((p for p, c in _ours(mark).items() if c == "rtbench-agent"), None)
+    # The measuring agent is the one whose load threads run: the host may
+    # start short-lived agents first (--list), which end on their own.
+    loaded: list[int] = []
 
-    assert _wait_for(lambda: agent() is not None, 60), "the agent never started"
-    pid = agent()
-    assert pid is not None
-    assert _wait_for(lambda: _load_threads(pid) >= 5, 30), "the load never started"
+    def measuring() -> bool:
+        loaded[:] = [
+            p for p, c in _ours(mark).items() if c == "rtbench-agent" and _load_threads(p) >= 5
+        ]
+        return bool(loaded)
+
+    assert _wait_for(measuring, 120), f"no agent with its load started: {_ours(mark)}"
+    pid = loaded[0]
     if "stress" in LOAD:
         assert _wait_for(lambda: "stress-ng" in " ".join(_ours(mark).values()), 10)
     time.sleep(0.5)  # measuring under load
