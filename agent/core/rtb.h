@@ -233,7 +233,8 @@ void rtb_params_write(rtb_json *j, const rtb_case *c, const rtb_param_values *pv
  * now, then sets ctx->stop. */
 void rtb_monitor(rtb_ctx *ctx, rtb_time duration_ns);
 /* Joins case threads; a thread that does not stop by the hard deadline
- * makes the watchdog end the run (the case cannot be trusted). */
+ * makes the watchdog end the run (the case cannot be trusted). Never
+ * returns while one of them still runs. */
 int rtb_join_all(rtb_ctx *ctx, rtb_thread *threads, int n);
 rtb_thread_attr rtb_attr(const rtb_ctx *ctx, const char *name, int prio_offset);
 

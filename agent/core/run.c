@@ -31,6 +31,13 @@ int rtb_join_all(rtb_ctx *ctx, rtb_thread *threads, int n)
         /* Past the deadline the watchdog ends the run; waiting a little
          * longer keeps the two from writing at once. */
         int r = rtb_thread_join(&threads[i], ctx->deadline + 2000000000);
+        /* Never back into the case with one of its threads alive: it would
+         * write into what the case frees and crash the agent later. A stall
+         * of the whole process (a paused VM, reclaim) can end this wait
+         * before the watchdog has run; the watchdog is armed until the case
+         * returns, so a thread that never stops still ends the run there. */
+        if (r == RTB_ETIMEDOUT)
+            r = rtb_thread_join(&threads[i], RTB_FOREVER);
         if (r != RTB_OK)
             rc = r;
     }
