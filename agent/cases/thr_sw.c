@@ -69,6 +69,14 @@ static size_t analyse(const sw_log *log, size_t n, uint32_t threads, rtb_series 
             (*same)++; /* a yield that did not switch */
             continue;
         }
+        /* Stamping and claiming a slot are two steps: a thread preempted
+         * between them (time slicing, without SCHED_FIFO) logs an earlier
+         * stamp after a later one. That pair is no switch: not a sample,
+         * and counted out of turn. */
+        if (log->ts[i + 1] < log->ts[i]) {
+            out_of_turn++;
+            continue;
+        }
         rtb_series_push(s, log->ts[i + 1] - log->ts[i]);
     }
     /* Periodicity alone would accept a subset of threads taking turns. */
