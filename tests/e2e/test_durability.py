@@ -10,6 +10,7 @@ is made long enough that the signal always lands inside the run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -188,13 +189,12 @@ def test_signals_store_what_was_measured(
 # --- a full disk, a locked store ---------------------------------------------
 
 
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A 512 KiB tmpfs of the test's own (root only)."""
-    where = tmp_path / "mnt"
+@contextlib.contextmanager
+def _mounted_tmpfs(where: Path, options: str) -> Iterator[Path]:
+    """A tmpfs of the test's own at `where` (root only), unmounted however the test ends."""
     where.mkdir()
     r = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(where)],
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
         capture_output=True,
         text=True,
         check=False,
@@ -205,6 +205,13 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
         yield where
     finally:
         subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 512 KiB tmpfs, to fill."""
+    with _mounted_tmpfs(tmp_path / "mnt", "size=512k") as where:
+        yield where
 
 
 def _fill(directory: Path) -> Path:
@@ -374,25 +381,13 @@ def test_ab_json_into_a_missing_directory(db: Path, agent: Path, tmp_path: Path)
 def test_read_only_mount(
     stored: Path, tmp_path: Path, option: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    where = tmp_path / "ro"
-    where.mkdir()
-    r = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(where)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
-    try:
+    with _mounted_tmpfs(tmp_path / "ro", "ro,size=64k") as where:
         out = where / "file.out"
         before = _runs_in(stored)
         r = _write_to(stored, _writers(tmp_path)[option], out, monkeypatch)
         _clear_failure(r, out, "read-only")
         assert _runs_in(stored) == before
         assert list(where.iterdir()) == []
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
 
 
 @pytest.mark.root("mounting a tmpfs")
