@@ -5,7 +5,7 @@
  * preemption off (agent/loads, kind "kernel"). The raiser of the signal
  * source sits on another CPU, so the load keeps the measured CPU busy.
  * min / mean / max come from the series. */
-#include "../loads/load.h"
+#include "rtb/load.h"
 #include "irq.h"
 
 static const rtb_param_def params[] = {
@@ -37,9 +37,12 @@ static rtb_result run_source(rtb_ctx *ctx, irq_lat_cfg *cfg, int nload)
     char err[256] = "";
     rtb_load *load = NULL;
     rtb_result r = RTB_PASSED;
-    if (rtb_load_start(&load, "kernel", nload, cpu, prio, err, sizeof err) != RTB_OK) {
-        rtb_emit_check_error(ctx, "load", "%s", err);
+    int lrc = rtb_load_start(&load, "kernel", nload, cpu, prio, err, sizeof err);
+    if (lrc != RTB_OK) {
         rtb_series_free(&s);
+        if (lrc == RTB_ENOTSUP)
+            return rtb_unsupported(ctx, "%s", err);
+        rtb_emit_check_error(ctx, "load", "%s", err);
         return RTB_ERROR;
     }
     irq_lat_out out;

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 
 #include "../core/rtb.h"
-#include "../loads/load.h"
+#include "rtb/load.h"
 
 static const rtb_param_def params[] = {
     {.name = "period_us", .help = "release period", .def = {10000}, .ndef = 1, .min = 100,
@@ -253,10 +253,15 @@ static rtb_result run(rtb_ctx *ctx)
      * only its kernel sections, as in the published method. A real-time
      * load keeping the CPU busy would spend the RT budget every second, and
      * RT throttling's stall would become the headline max. */
-    if (rtb_load_start(&load, "kernel", (int)rtb_param(ctx, "load_threads"), ctx->opt->cpu, 0,
-                       err, sizeof err) != RTB_OK) {
-        rtb_emit_check_error(ctx, "load", "%s", err);
-        r = RTB_ERROR;
+    int lrc = rtb_load_start(&load, "kernel", (int)rtb_param(ctx, "load_threads"),
+                             ctx->opt->cpu, 0, err, sizeof err);
+    if (lrc != RTB_OK) {
+        if (lrc == RTB_ENOTSUP) {
+            r = rtb_unsupported(ctx, "%s", err);
+        } else {
+            rtb_emit_check_error(ctx, "load", "%s", err);
+            r = RTB_ERROR;
+        }
         goto out;
     }
     b->start = rtb_clock_now() + (2 * p->period > 2000000 ? 2 * p->period : 2000000);

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "../core/rtb.h"
-#include "../loads/load.h"
+#include "rtb/load.h"
 
 static const rtb_param_def params[] = {
     {.name = "duration_ms", .help = "measurement time", .def = {1000}, .ndef = 1, .min = 1,
@@ -86,8 +86,10 @@ static rtb_result run(rtb_ctx *ctx)
     rtb_result r = RTB_PASSED;
     rtb_thread th[2];
     int created = 0;
-    if (rtb_load_start(&load, "kernel", nload, ctx->opt->cpu, al.priority, err, sizeof err) !=
-        RTB_OK) {
+    int lrc = rtb_load_start(&load, "kernel", nload, ctx->opt->cpu, al.priority, err, sizeof err);
+    if (lrc == RTB_ENOTSUP) {
+        r = rtb_unsupported(ctx, "%s", err);
+    } else if (lrc != RTB_OK) {
         rtb_emit_check_error(ctx, "load", "%s", err);
         r = RTB_ERROR;
     } else {
@@ -128,7 +130,8 @@ static rtb_result run(rtb_ctx *ctx)
     if (r == RTB_PASSED && x.s.hist.n + 1 < x.gives)
         rtb_warn(ctx, "lost_wakeups", "%zu gives but %llu wake-ups", x.gives,
                  (unsigned long long)x.s.hist.n);
-    rtb_emit_series(ctx, &x.s);
+    if (r != RTB_UNSUPPORTED)
+        rtb_emit_series(ctx, &x.s);
     rtb_series_free(&x.s);
     rtb_sem_delete(&x.go);
     return r;

@@ -2,7 +2,6 @@
 /* The one JSON writer: every record body goes through it, so every string
  * is escaped and every key is well formed. It never allocates; what does not
  * fit is clipped and flagged, and the output stays valid JSON. */
-#include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
@@ -148,20 +147,44 @@ void rtb_json_strf(rtb_json *j, const char *key, const char *fmt, ...)
     rtb_json_str(j, key, tmp);
 }
 
+/* By hand: newlib has no PRId64 without sys/types.h, and a nano printf
+ * none at all. */
+size_t rtb_fmt_u64(char *out, uint64_t v)
+{
+    char rev[24];
+    size_t n = 0;
+    do {
+        rev[n++] = (char)('0' + (int)(v % 10));
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = rev[n - 1 - i];
+    out[n] = '\0';
+    return n;
+}
+
+size_t rtb_fmt_i64(char *out, int64_t v)
+{
+    if (v >= 0)
+        return rtb_fmt_u64(out, (uint64_t)v);
+    out[0] = '-';
+    return 1 + rtb_fmt_u64(out + 1, -(uint64_t)v); /* INT64_MIN too */
+}
+
 void rtb_json_i64(rtb_json *j, const char *key, int64_t value)
 {
     char tmp[24];
-    int n = snprintf(tmp, sizeof tmp, "%" PRId64, value);
+    size_t n = rtb_fmt_i64(tmp, value);
     if (member(j, key))
-        put(j, tmp, (size_t)n);
+        put(j, tmp, n);
 }
 
 void rtb_json_u64(rtb_json *j, const char *key, uint64_t value)
 {
     char tmp[24];
-    int n = snprintf(tmp, sizeof tmp, "%" PRIu64, value);
+    size_t n = rtb_fmt_u64(tmp, value);
     if (member(j, key))
-        put(j, tmp, (size_t)n);
+        put(j, tmp, n);
 }
 
 void rtb_json_f64(rtb_json *j, const char *key, double value)

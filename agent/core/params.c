@@ -2,7 +2,6 @@
 /* Case parameters: declared per case with defaults and limits, resolved
  * before the case starts, never read from globals. */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,8 +63,8 @@ int rtb_params_set(const rtb_case *c, rtb_param_values *pv, const char *assignme
             return RTB_EINVAL;
         }
         if (v < d->min || v > d->max) {
-            snprintf(err, errcap, "%s.%s=%lld is out of range [%" PRId64 ", %" PRId64 "]", c->id,
-                     d->name, v, d->min, d->max);
+            snprintf(err, errcap, "%s.%s=%lld is out of range [%lld, %lld]", c->id, d->name, v,
+                     (long long)d->min, (long long)d->max);
             return RTB_EINVAL;
         }
         if (n == RTB_PARAM_MAX_VALUES || (n == 1 && !d->list)) {

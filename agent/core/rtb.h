@@ -46,6 +46,10 @@ void rtb_json_arr_end(rtb_json *j);
 void rtb_json_str(rtb_json *j, const char *key, const char *value);
 void rtb_json_strf(rtb_json *j, const char *key, const char *fmt, ...) RTB_PRINTF(3, 4);
 void rtb_json_i64(rtb_json *j, const char *key, int64_t value);
+/* Decimal digits of a 64-bit integer into out (24 bytes, NUL-terminated); returns
+ * the length. Portable where printf lacks 64-bit formats (newlib). */
+size_t rtb_fmt_u64(char *out, uint64_t v);
+size_t rtb_fmt_i64(char *out, int64_t v);
 void rtb_json_u64(rtb_json *j, const char *key, uint64_t value);
 void rtb_json_f64(rtb_json *j, const char *key, double value);
 void rtb_json_bool(rtb_json *j, const char *key, bool value);
@@ -56,7 +60,7 @@ void rtb_json_raw_str(rtb_json *j, const char *key, const char *text, size_t len
 
 /* ---- stream writer (stream.c) ----------------------------------------- */
 
-#define RTB_BODY_CAP 16384
+#define RTB_BODY_CAP RTB_STREAM_BODY_CAP /* rtb_port_config.h */
 
 typedef struct rtb_stream {
     FILE *out;
@@ -174,12 +178,20 @@ typedef struct rtb_param_values {
 typedef enum { RTB_PASSED, RTB_FAILED, RTB_ERROR, RTB_UNSUPPORTED, RTB_SKIPPED } rtb_result;
 
 typedef struct rtb_options {
-    int cpu;             /* measurement CPU */
+    int cpu;             /* measurement CPU; -1: case threads are not pinned */
     int priority;        /* base real-time priority of case threads */
     bool samples;        /* emit raw samples as well as histograms */
     size_t max_samples;  /* per series buffer */
     int64_t deadline_slack_ms; /* added to each case's hard deadline */
+    bool pinned;         /* case threads on `cpu` (false: cpu is -1) */
 } rtb_options;
+
+/* The defaults every entry point starts from (cpu -1: resolve it with
+ * rtb_options_resolve once the port is up). */
+#define RTB_OPTIONS_DEFAULT                                                                      \
+    ((rtb_options){.cpu = -1, .priority = 80, .samples = true,                                 \
+                   .max_samples = RTB_MAX_SAMPLES_DEFAULT, .deadline_slack_ms = 20000,         \
+                   .pinned = true})
 
 struct rtb_case;
 
@@ -196,7 +208,9 @@ typedef struct rtb_ctx {
     /* Checks the current case wrote: a case whose every check was skipped
      * is itself skipped (docs/outcomes.md). */
     int checks_applied, checks_skipped;
-    char skip_reason[256]; /* the first skipped check's detail: the case's reason */
+    /* Why the case was skipped (the first skipped check's detail) or is
+     * unsupported here (rtb_unsupported): the `end` record's reason. */
+    char skip_reason[256];
 } rtb_ctx;
 
 typedef struct rtb_case {
@@ -216,6 +230,40 @@ typedef struct rtb_case {
 extern const rtb_case *const rtb_cases[];
 extern const int rtb_ncases;
 const rtb_case *rtb_case_find(const char *id);
+
+/* ---- the portable runner (runner.c, plan.c) ---------------------------- */
+
+/* One case of a run with its resolved parameters. */
+typedef struct rtb_planned {
+    const rtb_case *c;
+    rtb_param_values pv;
+} rtb_planned;
+
+struct rtb_load_plan;
+
+/* What a run does: built by the port's entry point (POSIX: main() from
+ * argv; an RTOS: a plan compiled in or read from the console). */
+typedef struct rtb_plan {
+    const rtb_planned *cases;
+    int n;
+    const struct rtb_load_plan *load; /* background load, NULL: none */
+    const char *trace_marker;         /* NULL: no kernel-trace alignment */
+} rtb_plan;
+
+/* The port as rtb_port_init described it; initialises the port on the
+ * first call (the entry point calls it before any thread exists). */
+const rtb_port_info *rtb_port(void);
+/* "THR-SW:n=2,5:duration_ms=100" -> a planned case; RTB_EINVAL with a
+ * message in err for an unknown case or a bad parameter. */
+int rtb_plan_case(const char *text, rtb_planned *p, char *err, size_t errcap);
+/* One JSON line per case (id, title, supported, reason, params). */
+void rtb_list_cases(FILE *out);
+/* Checks the options against the port and resolves cpu -1 (the last CPU
+ * when pinned); RTB_EINVAL with a message in err. */
+int rtb_options_resolve(rtb_options *opt, char *err, size_t errcap);
+/* Runs the plan: hello, every case under the watchdog, bye. Returns the
+ * exit status: 0 all passed, 1 a check failed, 3 a case errored. */
+int rtb_run(const rtb_plan *plan, const rtb_options *opt, rtb_stream *stream);
 
 /* Parameter lookup inside a case (by name; aborts on a typo in the case). */
 int64_t rtb_param(const rtb_ctx *ctx, const char *name);
@@ -250,6 +298,9 @@ void rtb_emit_check_skip(rtb_ctx *ctx, const char *name, const char *fmt, ...) R
  * the case's result is RTB_SKIPPED (returns false). True: the checks apply. */
 bool rtb_checks_need_realtime(rtb_ctx *ctx, const char *const *names, int n, const char *why);
 void rtb_warn(rtb_ctx *ctx, const char *code, const char *fmt, ...) RTB_PRINTF(3, 4);
+/* The case cannot run on this port (e.g. it needs a load and the port has
+ * none): records the reason and returns RTB_UNSUPPORTED for the case. */
+rtb_result rtb_unsupported(rtb_ctx *ctx, const char *fmt, ...) RTB_PRINTF(2, 3);
 
 /* Test builds only (RTB_TEST_HOOKS): injected faults that known-answer
  * tests use to show a case measures what it claims. */

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What every case shares: the monitor that ends it, thread attributes,
  * and the records it writes after its measured section. */
-#include <inttypes.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -261,4 +260,13 @@ void rtb_warn(rtb_ctx *ctx, const char *code, const char *fmt, ...)
         case_keys(j, ctx);
     rtb_json_str(j, "detail", detail);
     rtb_rec_end(ctx->stream);
+}
+
+rtb_result rtb_unsupported(rtb_ctx *ctx, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->skip_reason, sizeof ctx->skip_reason, fmt, ap);
+    va_end(ap);
+    return RTB_UNSUPPORTED;
 }

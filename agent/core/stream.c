@@ -2,7 +2,6 @@
 /* The record stream of docs/wire-format.md: "@rtb <ver> <seq> <kind> <json>
  * <crc32>" lines, each flushed when written so a crash loses nothing that
  * was already measured. */
-#include <inttypes.h>
 #include <string.h>
 
 #include "rtb.h"
@@ -62,11 +61,13 @@ void rtb_rec_end(rtb_stream *s)
 {
     rtb_json_obj_end(&s->json);
     char *line = s->urgent ? s->urgent_line : s->line;
-    int n = snprintf(line, 64, "%d %" PRIu64 " %s ", RTB_STREAM_FORMAT, s->seq, s->kind);
+    char seq[24];
+    rtb_fmt_u64(seq, s->seq);
+    int n = snprintf(line, 64, "%d %s %s ", RTB_STREAM_FORMAT, seq, s->kind);
     memcpy(line + n, s->json.buf, s->json.len);
     size_t len = (size_t)n + s->json.len;
     uint32_t crc = rtb_crc32(line, len);
-    fprintf(s->out, "@rtb %.*s %08" PRIx32 "\n", (int)len, line, crc);
+    fprintf(s->out, "@rtb %.*s %08lx\n", (int)len, line, (unsigned long)crc);
     fflush(s->out);
     s->seq++;
     if (!s->urgent)

@@ -1,12 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Background loads: work that keeps the OS busy while a case measures.
- * A load is port-specific (it calls the OS directly); the agent and the
- * cases see only this interface. Load threads stop when asked, and whoever
- * started a load stops it on every path out, error paths included.
- * docs/loads.md describes each kind, its parameters and what it stresses.
+ * The POSIX port's loads (rtb/load.h is what the runner and the cases see).
  *
- * Kinds (POSIX):
+ * Kinds:
  *   cpu     busy loops (a duty cycle when at a real-time priority)
  *   memory  cache and memory thrashing over a buffer larger than the LLC
  *   kernel  system-call storms that take kernel locks or run with
@@ -20,80 +16,20 @@
  * Spec syntax: KIND[:name=value...][,KIND...]; "stress:ARGS" (or
  * "stress-ng:ARGS") takes the rest of the text as stress-ng's options.
  */
-#ifndef RTB_LOAD_H
-#define RTB_LOAD_H
+#ifndef RTB_POSIX_LOAD_H
+#define RTB_POSIX_LOAD_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 
-#include "rtb/port.h"
-
-typedef struct rtb_load rtb_load;
-struct load_kind;
-
-#define RTB_LOAD_MAX_KINDS 8
-#define RTB_LOAD_MAX_PARAMS 4
-#define RTB_LOAD_ARGS 512
-
-/* One kind of load, as parsed from a spec. */
-typedef struct rtb_load_spec {
-    const struct load_kind *kind;
-    int threads;  /* -1: the placement's default */
-    int priority; /* 0: normal scheduling (SCHED_OTHER); 1..97: real-time */
-    int64_t v[RTB_LOAD_MAX_PARAMS]; /* the kind's own parameters, by its table */
-    char args[RTB_LOAD_ARGS];       /* stress: stress-ng options */
-} rtb_load_spec;
-
-/* Where a load's threads go. */
-typedef struct rtb_load_place {
-    const int *cpus; /* threads are pinned round-robin over these */
-    int ncpus;       /* 0: not pinned */
-    int threads;     /* threads of a kind whose spec says -1 */
-    int64_t max_ms;  /* stress: stress-ng's own --timeout, a safety net */
-    /* Return once the threads exist, without waiting for them to run: a
-     * case's own load below it on its CPU runs only when the case lets it. */
-    bool no_wait;
-} rtb_load_place;
-
-typedef struct rtb_load_stats {
-    int threads;
-    uint64_t ops_total; /* units of work all threads completed */
-    uint64_t ops_min;   /* the least any one thread completed (0: one never ran) */
-    const char *unit;   /* what ops count, e.g. "system calls" */
-} rtb_load_stats;
+#include "rtb/load.h"
 
 /* Parses `text` into specs[0..*n); "none" gives *n = 0. On failure writes
  * a message naming the kinds or parameters to `err` and returns
  * RTB_EINVAL. Checks that stress-ng exists and accepts its options. */
 int rtb_load_parse(const char *text, rtb_load_spec *specs, int cap, int *n, char *err,
                    size_t errcap);
-const char *rtb_load_kind_name(const rtb_load_spec *spec);
 /* The kinds and their parameters, for --help. */
 void rtb_load_help(FILE *f);
-
-/* Starts one kind; returns once every thread is running (or failed), and
- * counts work from then on. On failure nothing is left running, *out is
- * NULL and `err` says why. */
-int rtb_load_begin(rtb_load **out, const rtb_load_spec *spec, const rtb_load_place *place,
-                   char *err, size_t errcap);
-/* Stops and joins, waiting until `deadline` (rtb_clock_now() clock), and
- * releases everything. NULL is a no-op. `st` may be NULL. RTB_ETIMEDOUT:
- * a thread did not stop (its memory is deliberately kept). */
-int rtb_load_stop(rtb_load *l, rtb_time deadline, rtb_load_stats *st);
-/* How long rtb_load_begin waited for every thread to run (ns). */
-rtb_time rtb_load_start_ns(const rtb_load *l);
-/* A one-line description for check details: "2 threads (SCHED_OTHER) on
- * CPUs 0,1". */
-void rtb_load_describe(const rtb_load *l, char *buf, size_t cap);
-
-/* The cases' form: `n` "kernel" threads pinned to `cpu` (-1: any) at
- * real-time `priority` (0: normal), not waited for (no_wait). n == 0
- * starts nothing, *out = NULL. */
-int rtb_load_start(rtb_load **out, const char *kind, int n, int cpu, int priority, char *err,
-                   size_t errcap);
-
 /* The stress load's guardian process (the agent re-executed with
  * --load-guard; posix_stress.c): argv after that option. */
 int rtb_load_guard(int argc, char **argv);

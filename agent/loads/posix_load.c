@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
-#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -40,20 +39,9 @@ void load_fail(load_worker *w, const char *fmt, ...)
     atomic_fetch_add(&w->load->failed, 1);
 }
 
-/* Created at real-time priority 1 by the port when it has real-time: a
- * normal-priority load drops to SCHED_OTHER before it does anything. */
-static void self_policy(const rtb_load *l)
-{
-    if (l->priority == 0) {
-        struct sched_param sp = {0};
-        pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
-    }
-}
-
 static void entry(void *arg)
 {
     load_worker *w = arg;
-    self_policy(w->load);
     w->load->spec.kind->run(w);
 }
 
@@ -67,14 +55,14 @@ static void helper_entry(void *arg)
 {
     helper h = *(helper *)arg;
     free(arg);
-    self_policy(h.load);
     h.fn(h.arg);
 }
 
 static rtb_thread_attr attr_of(const rtb_load *l, const char *name, int cpu)
 {
+    /* Priority 0: normal scheduling (SCHED_OTHER), below every case thread. */
     return (rtb_thread_attr){.name = name, .priority = l->priority ? l->priority : 1, .cpu = cpu,
-                             .stack_size = 256 * 1024};
+                             .stack_size = 256 * 1024, .normal = l->priority == 0};
 }
 
 int load_helper(load_worker *w, rtb_thread *th, rtb_thread_fn fn, void *arg)

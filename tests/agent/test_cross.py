@@ -114,8 +114,8 @@ def test_an_unchanged_build_is_reused_and_a_source_change_rebuilds(
     with monkeypatch.context() as m:
         m.setenv("PATH", str(tmp_path))  # no CMake, no compiler: the stamp decides alone
         assert ensure_agent(arch="aarch64") == first
-    (src / "core" / "main.c").write_text(
-        (src / "core" / "main.c").read_text() + '\nconst char rtb_cross_test_marker[] = "x";\n'
+    (src / "core" / "runner.c").write_text(
+        (src / "core" / "runner.c").read_text() + '\nconst char rtb_cross_test_marker[] = "x";\n'
     )
     rebuilt = ensure_agent(arch="aarch64")
     assert rebuilt == first and agent_digest(rebuilt) != digest

@@ -102,7 +102,9 @@ def test_installed_package_carries_the_agent_sources(installed: Path) -> None:
     for part in (
         "CMakeLists.txt",
         "cmake/toolchain-aarch64.cmake",
-        "core/main.c",
+        "core/runner.c",
+        "ports/posix/main.c",
+        "ports/posix/port.cmake",
         "include/rtb/port.h",
         "ports/posix/port.c",
         "cases/cal_ref.c",

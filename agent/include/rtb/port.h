@@ -16,19 +16,18 @@
 
 #include "rtb/types.h"
 
-/* Opaque storage sizes: cases keep port objects by value (no heap in the
- * measured path); a port asserts at compile time that its object fits. */
-#define RTB_THREAD_STORAGE 64
-#define RTB_SEM_STORAGE 192
-#define RTB_MUTEX_STORAGE 64
-#define RTB_QUEUE_STORAGE 64
-#define RTB_EVENT_STORAGE 96
+/* The port's configuration (agent/ports/NAME/rtb_port_config.h, found
+ * through the port's include directory): storage sizes, memory budget,
+ * optional parts. rtb/config.h checks it and fills in the defaults. */
+#include "rtb/config.h"
 
-typedef struct { _Alignas(16) unsigned char opaque[RTB_THREAD_STORAGE]; } rtb_thread;
-typedef struct { _Alignas(16) unsigned char opaque[RTB_SEM_STORAGE]; } rtb_sem;
-typedef struct { _Alignas(16) unsigned char opaque[RTB_MUTEX_STORAGE]; } rtb_mutex;
-typedef struct { _Alignas(16) unsigned char opaque[RTB_QUEUE_STORAGE]; } rtb_queue;
-typedef struct { _Alignas(16) unsigned char opaque[RTB_EVENT_STORAGE]; } rtb_event;
+/* Opaque storage: cases keep port objects by value (no heap in the measured
+ * path); a port asserts at compile time that its object fits. */
+typedef struct { _Alignas(RTB_STORAGE_ALIGN) unsigned char opaque[RTB_THREAD_STORAGE]; } rtb_thread;
+typedef struct { _Alignas(RTB_STORAGE_ALIGN) unsigned char opaque[RTB_SEM_STORAGE]; } rtb_sem;
+typedef struct { _Alignas(RTB_STORAGE_ALIGN) unsigned char opaque[RTB_MUTEX_STORAGE]; } rtb_mutex;
+typedef struct { _Alignas(RTB_STORAGE_ALIGN) unsigned char opaque[RTB_QUEUE_STORAGE]; } rtb_queue;
+typedef struct { _Alignas(RTB_STORAGE_ALIGN) unsigned char opaque[RTB_EVENT_STORAGE]; } rtb_event;
 
 typedef void (*rtb_thread_fn)(void *arg);
 /* Runs in interrupt (POSIX: signal) context: only async-signal-safe work. */
@@ -38,8 +37,15 @@ typedef struct rtb_thread_attr {
     const char *name;  /* for debuggers and traces; may be NULL */
     int priority;      /* 1 (lowest) .. RTB_PRIO_MAX (highest), real-time */
     int cpu;           /* CPU to pin to, or -1 for any */
-    size_t stack_size; /* 0: the port's default */
+    size_t stack_size; /* 0: the port's default (RTB_THREAD_STACK) */
     bool round_robin;  /* time-sliced among equal priorities (SCHED_RR) */
+    /* Normal (not real-time) scheduling, below every real-time priority:
+     * `priority` is ignored (POSIX: SCHED_OTHER; an RTOS: its idle+1). */
+    bool normal;
+    /* A stack the caller owns (stack_size bytes, alive until the thread is
+     * joined or deleted), or NULL: the port finds one (POSIX: the heap;
+     * an RTOS with static tasks: its pool of RTB_THREAD_STACK stacks). */
+    void *stack;
 } rtb_thread_attr;
 
 #define RTB_PRIO_MAX 99

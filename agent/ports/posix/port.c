@@ -24,9 +24,8 @@
 #include <sys/prctl.h>
 #endif
 
-#include "../../core/rtb.h"
+#include "rtb.h"
 
-#define DEFAULT_STACK (128 * 1024)
 #define PREFAULT_STACK (16 * 1024)
 
 /* Set once by rtb_port_init, before any thread exists; read-only after. */
@@ -300,9 +299,17 @@ int rtb_thread_create(rtb_thread *th, const rtb_thread_attr *a, rtb_thread_fn fn
     t->arg = arg;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, a->stack_size ? a->stack_size : DEFAULT_STACK);
-    int rc = apply_cpu(&attr, 0, a->cpu, true);
-    if (rc == 0 && port_realtime) {
+    size_t stack = a->stack_size ? a->stack_size : RTB_THREAD_STACK;
+    int rc = a->stack ? pthread_attr_setstack(&attr, a->stack, stack)
+                      : pthread_attr_setstacksize(&attr, stack);
+    if (rc == 0)
+        rc = apply_cpu(&attr, 0, a->cpu, true);
+    if (rc == 0 && port_realtime && a->normal) {
+        struct sched_param p = {.sched_priority = 0};
+        pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+        pthread_attr_setschedparam(&attr, &p);
+    } else if (rc == 0 && port_realtime) {
         int prio = a->priority;
         if (RTB_INJECTED(RTB_INJ_NEW_PRIO)) /* the deliberately wrong create */
             prio += (int)RTB_INJECT_VALUE(RTB_INJ_NEW_PRIO);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "../../core/rtb.h"
+#include "rtb.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>

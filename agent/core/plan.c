@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What every entry point needs before a run: the port's description, the
+ * case list, a case planned from its text form, options checked against the
+ * port. No argv here: a port's entry point brings its own front end. */
+#include <string.h>
+
+#include "rtb.h"
+
+const rtb_port_info *rtb_port(void)
+{
+    static rtb_port_info info;
+    static bool ready;
+    if (!ready) {
+        rtb_port_init(&info);
+        ready = true;
+    }
+    return &info;
+}
+
+void rtb_list_cases(FILE *out)
+{
+    static char buf[8192];
+    rtb_json j;
+    for (int i = 0; i < rtb_ncases; i++) {
+        const rtb_case *c = rtb_cases[i];
+        rtb_json_init(&j, buf, sizeof buf);
+        rtb_json_obj(&j, NULL);
+        rtb_json_str(&j, "id", c->id);
+        rtb_json_str(&j, "title", c->title);
+        rtb_json_bool(&j, "supported", c->unsupported == NULL);
+        if (c->unsupported)
+            rtb_json_str(&j, "reason", c->unsupported);
+        rtb_json_arr(&j, "params");
+        for (int k = 0; k < c->nparams; k++) {
+            const rtb_param_def *d = &c->params[k];
+            rtb_json_obj(&j, NULL);
+            rtb_json_str(&j, "name", d->name);
+            rtb_json_str(&j, "help", d->help);
+            rtb_json_arr(&j, "default");
+            for (int v = 0; v < d->ndef; v++)
+                rtb_json_i64(&j, NULL, d->def[v]);
+            rtb_json_arr_end(&j);
+            rtb_json_i64(&j, "min", d->min);
+            rtb_json_i64(&j, "max", d->max);
+            rtb_json_bool(&j, "list", d->list);
+            rtb_json_obj_end(&j);
+        }
+        rtb_json_arr_end(&j);
+        rtb_json_obj_end(&j);
+        fputs(buf, out);
+        fputc('\n', out);
+    }
+}
+
+int rtb_plan_case(const char *text, rtb_planned *p, char *err, size_t errcap)
+{
+    char id[64];
+    size_t idlen = strcspn(text, ":");
+    snprintf(id, sizeof id, "%.*s", (int)idlen, text);
+    p->c = rtb_case_find(id);
+    if (!p->c) {
+        size_t len = (size_t)snprintf(err, errcap, "unknown case '%s'; cases:", id);
+        for (int i = 0; i < rtb_ncases && len < errcap; i++)
+            len += (size_t)snprintf(err + len, errcap - len, " %s", rtb_cases[i]->id);
+        return RTB_EINVAL;
+    }
+    rtb_params_defaults(p->c, &p->pv);
+    const char *rest = text + idlen;
+    while (*rest == ':') {
+        char assignment[256];
+        rest++;
+        size_t n = strcspn(rest, ":");
+        snprintf(assignment, sizeof assignment, "%.*s", (int)n, rest);
+        if (rtb_params_set(p->c, &p->pv, assignment, err, errcap) != RTB_OK)
+            return RTB_EINVAL;
+        rest += n;
+    }
+    return RTB_OK;
+}
+
+int rtb_options_resolve(rtb_options *opt, char *err, size_t errcap)
+{
+    const rtb_port_info *pi = rtb_port();
+    if (opt->priority < 1 || opt->priority > RTB_PRIO_MAX - 2) {
+        snprintf(err, errcap, "priority must be 1..%d", RTB_PRIO_MAX - 2);
+        return RTB_EINVAL;
+    }
+    if (opt->max_samples < 1 || opt->max_samples > RTB_MAX_SAMPLES_LIMIT) {
+        snprintf(err, errcap, "max-samples must be 1..%lu",
+                 (unsigned long)RTB_MAX_SAMPLES_LIMIT);
+        return RTB_EINVAL;
+    }
+    if (opt->deadline_slack_ms < 100 || opt->deadline_slack_ms > 86400000) {
+        snprintf(err, errcap, "deadline-slack must be 100..86400000 ms");
+        return RTB_EINVAL;
+    }
+    if (opt->cpu < 0)
+        opt->cpu = pi->cpu_count - 1;
+    if (opt->cpu >= pi->cpu_count) {
+        snprintf(err, errcap, "cpu %d: this machine has CPUs 0..%d", opt->cpu,
+                 pi->cpu_count - 1);
+        return RTB_EINVAL;
+    }
+    /* Unpinned case threads go wherever the scheduler puts them: cases
+     * pin to ctx->opt->cpu, and -1 means "any" to the port. */
+    if (!opt->pinned)
+        opt->cpu = -1;
+    return RTB_OK;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The port's configuration: what the core and the cases size by the port.
+ * Each port writes agent/ports/NAME/rtb_port_config.h (on the include path
+ * of its build); this header checks it and gives the defaults. The storage
+ * sizes are required: only the port knows its OS objects.
+ */
+#ifndef RTB_CONFIG_H
+#define RTB_CONFIG_H
+
+#include "rtb_port_config.h"
+
+#if !defined(RTB_THREAD_STORAGE) || !defined(RTB_SEM_STORAGE) || \
+    !defined(RTB_MUTEX_STORAGE) || !defined(RTB_QUEUE_STORAGE) || !defined(RTB_EVENT_STORAGE)
+#error "rtb_port_config.h must define RTB_{THREAD,SEM,MUTEX,QUEUE,EVENT}_STORAGE"
+#endif
+
+/* Alignment of the opaque storage (the strictest the OS objects need). */
+#ifndef RTB_STORAGE_ALIGN
+#define RTB_STORAGE_ALIGN 8
+#endif
+
+/* Stack of a thread whose attribute says 0 (case threads, the watchdog). */
+#ifndef RTB_THREAD_STACK
+#define RTB_THREAD_STACK 4096
+#endif
+
+/* CPUs the agent can address (placement lists, per-CPU tables). */
+#ifndef RTB_MAX_CPUS
+#define RTB_MAX_CPUS 1
+#endif
+
+/* Samples each series buffers by default, and the most an option may ask
+ * (the memory budget of raw samples; histograms are always kept). */
+#ifndef RTB_MAX_SAMPLES_DEFAULT
+#define RTB_MAX_SAMPLES_DEFAULT 1000
+#endif
+#ifndef RTB_MAX_SAMPLES_LIMIT
+#define RTB_MAX_SAMPLES_LIMIT 100000
+#endif
+
+/* Cases one run can plan. */
+#ifndef RTB_MAX_RUN
+#define RTB_MAX_RUN 64
+#endif
+
+/* The longest record body; a histogram record of many buckets needs most. */
+#ifndef RTB_STREAM_BODY_CAP
+#define RTB_STREAM_BODY_CAP 16384
+#endif
+
+/* 1: the port has background loads (agent/loads); 0: rtb_load_* answer
+ * RTB_ENOTSUP and a run that asks for a load is refused. */
+#ifndef RTB_PORT_HAS_LOADS
+#define RTB_PORT_HAS_LOADS 0
+#endif
+
+#endif

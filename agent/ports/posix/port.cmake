@@ -1,0 +1,22 @@
+# SPDX-License-Identifier: Apache-2.0
+# The POSIX port (docs/porting.md, "Files a port provides"): included by
+# agent/CMakeLists.txt once the rtb_core library and rtbench-agent exist.
+target_sources(rtb_core PRIVATE
+  ports/posix/port.c
+  ports/posix/timing.c
+)
+target_sources(rtbench-agent PRIVATE
+  ports/posix/main.c
+  loads/posix_kernel.c
+  loads/posix_load.c
+  loads/posix_kinds.c
+  loads/posix_stress.c
+  loads/load_spec.c
+)
+set(RTB_PORT_HAS_LOADS ON)
+
+find_package(Threads REQUIRED)
+target_link_libraries(rtb_core PUBLIC Threads::Threads m)
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  target_link_libraries(rtb_core PUBLIC rt)
+endif()

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The POSIX port's configuration (rtb/config.h lists the macros). */
+#ifndef RTB_PORT_CONFIG_H
+#define RTB_PORT_CONFIG_H
+
+/* glibc x86_64 / aarch64 / armhf: sem_t 32, pthread_mutex_t 40, mqd_t 4,
+ * timer_t 8; the test build's broken semaphore is larger (port.c). */
+#define RTB_THREAD_STORAGE 64
+#define RTB_SEM_STORAGE 192
+#define RTB_MUTEX_STORAGE 64
+#define RTB_QUEUE_STORAGE 64
+#define RTB_EVENT_STORAGE 96
+#define RTB_STORAGE_ALIGN 16
+
+#define RTB_THREAD_STACK (128 * 1024)
+#define RTB_MAX_CPUS 1024
+#define RTB_MAX_SAMPLES_DEFAULT 1000000
+#define RTB_MAX_SAMPLES_LIMIT 100000000
+#define RTB_MAX_RUN 64
+#define RTB_STREAM_BODY_CAP 16384
+#define RTB_PORT_HAS_LOADS 1
+
+#endif
