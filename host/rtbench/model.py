@@ -14,6 +14,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from rtbench.kinds import KindTraits, fallback_kind, traits
+
 # docs/outcomes.md: `skip`/`skipped` cannot apply on this machine (the
 # detail or reason says why); they neither pass nor fail a run.
 Verdict = Literal["pass", "fail", "error", "skip"]
@@ -78,6 +80,20 @@ class Series:
     max: int | None = None
     sum: int = 0
     dropped: int = 0  # samples the target could not buffer (still in n/min/max)
+    # What the values are (rtbench.kinds): '' takes the documented fallback
+    # for records written before the agent declared kinds.
+    kind: str = ""
+    # Measured properties of the series that do not identify it (CLK-DUR's
+    # recurring period): shown, never part of the key.
+    attrs: Point = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            self.kind = fallback_kind(self.case, self.name, self.unit)
+
+    @property
+    def traits(self) -> KindTraits:
+        return traits(self.kind)
 
     @property
     def key(self) -> tuple[str, str, str]:

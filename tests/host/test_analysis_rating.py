@@ -9,11 +9,12 @@ import pytest
 from test_analysis_fixtures import C, S, build_run, cal_ref
 
 from rtbench.analysis.rating import (
-    NOT_REALTIME_MAX_CAP,
+    NOT_REALTIME_WHY,
     RubricError,
     load_rubric,
     overall_rating,
     rate_run,
+    unrated_because,
 )
 
 US = 1000
@@ -45,21 +46,23 @@ def test_histogram_only_series_are_rated_by_their_bounds() -> None:
     assert stars_of(BASE + [600 * US] * 50, samples=False) == 2
 
 
-def test_not_realtime_is_capped() -> None:
-    assert stars_of(BASE, realtime=False) == NOT_REALTIME_MAX_CAP == 2
+def test_not_realtime_gets_no_stars() -> None:
+    # Negative control: the same figures with real-time priority are rated.
+    assert stars_of(BASE) == 5
     run = build_run([C("THR-SW", [S("switch", BASE)])], realtime=False)
-    assert "capped at 2: not_realtime" in rate_run(run)[0].reason
+    assert rate_run(run) == []
+    assert unrated_because(run) == NOT_REALTIME_WHY
+    assert unrated_because(build_run([C("THR-SW", [S("switch", BASE)])])) is None
 
 
-def test_a_user_rubric_cannot_raise_the_cap(tmp_path: Path) -> None:
+def test_a_user_rubric_cannot_rate_a_not_realtime_run(tmp_path: Path) -> None:
     f = tmp_path / "r.toml"
     f.write_text(
         "not_realtime_cap = 5\n[thresholds.default]\nhard_us = 1\nsoft_us = 1\nfail_us = 1e6\n"
     )
     rb = load_rubric(f)
-    assert rb.not_realtime_cap == 2
     run = build_run([C("SEM-SHF", [S("give_to_run", [100])])], realtime=False)
-    assert [r.stars for r in rate_run(run, rb)] == [2]
+    assert rate_run(run, rb) == []
 
 
 def test_a_user_rubric_replaces_the_thresholds(tmp_path: Path) -> None:

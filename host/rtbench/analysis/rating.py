@@ -14,7 +14,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rtbench.analysis.scores import is_time_series
 from rtbench.analysis.stats import PERCENTILES, Stats, series_stats
 from rtbench.model import CaseResult, Run, Series
 
@@ -215,23 +214,32 @@ def _rate_case(c: CaseResult, rubric: Rubric) -> list[Rating]:
     return [
         _rate_series(s, rubric)
         for s in c.series
-        if is_time_series(s) and not rubric.skips(c.case, s.name)
+        if is_rated(s) and not rubric.skips(c.case, s.name)
     ]
 
 
-def _cap(r: Rating, cap: int) -> Rating:
-    if r.stars <= cap:
-        return r
-    return Rating(r.case, r.series, cap, f"{r.reason}; capped at {cap}: not_realtime")
+def is_rated(s: Series) -> bool:
+    """Stars are for latencies (rtbench.kinds), in ns, with values."""
+    return s.traits.stars and s.unit == "ns" and s.n > 0
+
+
+NOT_REALTIME_WHY = "no stars: the run had no real-time priority (not_realtime)"
+
+
+def unrated_because(run: Run) -> str | None:
+    """Why a run gets no stars at all (None: it is rated)."""
+    return None if run.realtime else NOT_REALTIME_WHY
 
 
 def rate_run(run: Run, rubric: Rubric | None = None) -> list[Rating]:
-    """One rating per rated series (or per failed case), in run order."""
+    """One rating per rated series (or per failed case), in run order; none
+    for a run without real-time priority (`unrated_because` says so): its
+    figures say how a time-sharing scheduler treated the test, not what the
+    OS can guarantee."""
     rubric = rubric or load_rubric()
-    ratings = [r for c in run.cases for r in _rate_case(c, rubric)]
-    if not run.realtime:
-        ratings = [_cap(r, rubric.not_realtime_cap) for r in ratings]
-    return ratings
+    if unrated_because(run) is not None:
+        return []
+    return [r for c in run.cases for r in _rate_case(c, rubric)]
 
 
 def overall_rating(ratings: list[Rating]) -> Rating:

@@ -38,8 +38,13 @@ class Score:
     score: float | None  # None when the run has no T_std
 
 
-def is_time_series(s: Series) -> bool:
-    return s.unit == TIME_UNIT and s.n > 0
+def is_scored(s: Series) -> bool:
+    """A latency in ns with values: the only kind a score means something for
+    (rtbench.kinds: a count, a timestamp or a slice length is no cost)."""
+    return s.traits.score and s.unit == TIME_UNIT and s.n > 0
+
+
+is_time_series = is_scored  # the older name
 
 
 def _scores_of(s: Series, t_std: float | None) -> list[Score]:
@@ -61,7 +66,7 @@ def indicator_scores(run: Run) -> list[Score]:
         for c in run.cases
         if c.case not in UNSCORED_CASES
         for s in c.series
-        if is_time_series(s)
+        if is_scored(s)
         for sc in _scores_of(s, t_std)
     ]
 
@@ -76,7 +81,7 @@ def headline_series(run: Run) -> list[Series]:
     chosen = []
     for case_id in HEADLINE_CASES:
         c = run.case(case_id)
-        timed = [s for s in c.series if is_time_series(s)] if c else []
+        timed = [s for s in c.series if is_scored(s)] if c else []
         if not timed:
             continue
         first = [s for s in timed if s.name == timed[0].name]

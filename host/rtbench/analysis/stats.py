@@ -279,7 +279,11 @@ def guided_percentiles(
 
 def series_stats(s: Series, sigma3: bool = False) -> Stats:
     """The series' figures; a histogram the analysis cannot use (see
-    `rtbench.analysis.stored`) is left out, never a crash."""
+    `rtbench.analysis.stored`) is left out, never a crash. A kind without
+    statistics (a count, a timestamp, a period: rtbench.kinds) gets only its
+    exact n, min and max."""
+    if not s.traits.stats:
+        return Stats(s.n, s.min, s.max, None, None, {}, bounded=False, source="summary")
     if has_all_samples(s):
         return _from_samples(s, sigma3)
     hist = usable_hist(s)

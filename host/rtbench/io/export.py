@@ -45,7 +45,7 @@ SCHEMA_VERSION = 1
 _SLICE = 1 << 20  # samples converted to text at a time
 
 CSV_COLUMNS = (
-    "run_id", "started_at", "target", "realtime", "case", "series", "point", "unit",
+    "run_id", "started_at", "target", "realtime", "case", "series", "point", "kind", "unit",
     "n", "min", "mean", "stddev", *PCT_NAMES.values(), "max", "max_3sigma",
     "filtered_out", "stats_source", "percentiles_bounded", "score_mean", "score_max",
     "dropped", "holes",
@@ -125,7 +125,9 @@ def series_header(s: Series, t_std: float | None) -> dict[str, Any]:
         "name": s.name,
         "point": s.point,
         "point_key": point_key(s.point),
+        "kind": s.kind,
         "unit": s.unit,
+        "attrs": s.attrs,
         "n": s.n,
         "min": s.min,
         "max": s.max,
@@ -192,6 +194,7 @@ def csv_rows(run: Run) -> Iterator[dict[str, Any]]:
                 "case": c.case,
                 "series": s.name,
                 "point": point_key(s.point),
+                "kind": s.kind,
                 "unit": s.unit,
                 "stats_source": st.source,
                 "percentiles_bounded": int(st.bounded),
@@ -252,6 +255,8 @@ def _series(case: str, d: dict[str, Any]) -> Series:
         max=_get(d, "max", schema.WIRE_INT, None),
         sum=_get(d, "sum", schema.SUM),
         dropped=_get(d, "dropped", schema.U64, 0),
+        kind=_get(d, "kind", schema.kind_name, ""),
+        attrs=_get(d, "attrs", schema.point, {}),
     )
 
 

@@ -179,6 +179,35 @@ V2: tuple[str, ...] = (
 )
 
 
+# Version 3. A series knows what it is (rtbench.kinds): its kind, and the
+# measured attributes that do not identify it. Rows saved before get the
+# kind the documented fallback gives a record without one (a `count` unit is
+# a count; the series below were what the cases of that time meant; the rest
+# are latencies), written out here because a released migration never
+# changes. Plain SQL that SQLite and PostgreSQL both run.
+_V3_LEGACY = (
+    ("CAL-REF", "t_std", "duration"),
+    ("CAL-TIMER", "xcpu_fwd", "duration"),
+    ("CAL-TIMER", "xcpu_back", "duration"),
+    ("CLK-DUR", "gap_start", "timestamp"),
+    ("CLK-DUR", "tick_period", "period"),
+    ("IRQ-SUS", "losses", "count"),
+    ("IRQ-SUS", "delivered", "count"),
+    ("IRQ-SUS", "sustained_period", "period"),
+    ("IRQ-SUS", "lossy_period", "period"),
+    ("JIT-PER", "interval", "duration"),
+    ("JIT-PER", "deviation", "duration"),
+    ("THR-B-RR", "slice", "duration"),
+)
+V3: tuple[str, ...] = (
+    "ALTER TABLE series ADD COLUMN kind TEXT NOT NULL DEFAULT 'latency'",
+    "ALTER TABLE series ADD COLUMN attrs TEXT NOT NULL DEFAULT '{}'",
+    "UPDATE series SET kind = CASE"
+    + "".join(f" WHEN case_id = '{c}' AND name = '{n}' THEN '{k}'" for c, n, k in _V3_LEGACY)
+    + " WHEN unit = 'count' THEN 'count' ELSE 'latency' END",
+)
+
+
 def sql(*statements: str) -> Migration:
     """A migration that runs `statements` in order (never `executescript`,
     which would commit the runner's transaction)."""
@@ -193,4 +222,5 @@ def sql(*statements: str) -> Migration:
 MIGRATIONS: list[Migration] = [
     sql(*V1),  # 0 -> 1: the first schema
     sql(*V2),  # 1 -> 2: integers from the stream as exact decimal TEXT (uint64)
+    sql(*V3),  # 2 -> 3: series kind and attributes (rtbench.kinds)
 ]

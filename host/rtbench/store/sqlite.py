@@ -563,7 +563,7 @@ def _insert_case(db: sqlite3.Connection, run_id: int, pos: int, case: CaseResult
         ),
     )
     db.executemany(
-        "INSERT INTO series VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO series VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [_series_row(run_id, pos, i, s) for i, s in enumerate(case.series)],
     )
     db.executemany(
@@ -601,6 +601,8 @@ def _series_row(run_id: int, case_pos: int, pos: int, s: Series) -> tuple[Any, .
         None if blob is None else SAMPLES_ENCODING,
         blob,
         None if s.hist is None else _to_json(_hist_dict(s.hist), f"{what}: hist"),
+        s.kind,
+        _to_json(s.attrs, f"{what}: attrs"),
     )
 
 
@@ -697,6 +699,8 @@ def _series(r: sqlite3.Row) -> Series:
         max=_opt_int(r["max"]),
         sum=_int(r["sum"]),
         dropped=_int(r["dropped"]),
+        kind=_py_text(r["kind"]),
+        attrs=_from_json(r["attrs"]),
     )
 
 

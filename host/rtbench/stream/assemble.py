@@ -30,6 +30,7 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
+from rtbench.kinds import fallback_unit
 from rtbench.model import (
     CaseResult,
     Check,
@@ -135,12 +136,15 @@ class _Assembler:
     def series(self, body: dict[str, Any]) -> _SeriesBuilder:
         # Validate everything before creating the case, so that a bad record
         # does not leave an empty case or series behind.
-        name, point, unit = body["series"], _point(body), _or(body, "unit", "ns")
+        name, point, kind = body["series"], _point(body), _or(body, "kind", "")
+        # A record without `unit` means ns, or its kind's unit when it says.
+        unit = _or(body, "unit", fallback_unit(kind) if kind else "ns")
         case = self.case(body)
         key = (name, point_key(point))
         builder = case.series.get(key)
         if builder is None:
-            series = Series(case.result.case, name, point, unit)
+            series = Series(case.result.case, name, point, unit, kind=kind)
+            series.attrs = _or(body, "attrs", series.attrs)
             builder = case.series[key] = _SeriesBuilder(series)
         return builder
 

@@ -150,7 +150,25 @@ VERDICTS: tuple[str, ...] = get_args(Verdict)
 OUTCOMES: tuple[str, ...] = get_args(CaseOutcome)
 RUN_RESULTS: tuple[str, ...] = get_args(RunOutcome)
 
-_SERIES = fields(case=req(text), series=req(text), point=opt(point), unit=opt(text))
+def _kind_name(value: str, where: str) -> None:
+    # Any lowercase name: a kind this host does not know (a newer agent's)
+    # is kept and shown without statistics (rtbench.kinds.traits).
+    if not value or len(value) > 32 or not all("a" <= ch <= "z" or ch == "_" for ch in value):
+        raise SchemaError(f"{where!r} is {value!r:.40}, not a kind name ([a-z_]+)")
+
+
+kind_name = Type(str, "a string", more=_kind_name)
+
+# kind, attrs: optional (records written before the agent declared kinds
+# have neither; rtbench.kinds.fallback_kind says what they are).
+_SERIES = fields(
+    case=req(text),
+    series=req(text),
+    point=opt(point),
+    unit=opt(text),
+    kind=opt(kind_name),
+    attrs=opt(point),
+)
 
 _CYCLES = fields(
     available=opt(boolean), source=opt(text), hz=opt(U64), read_overhead_ns=opt(WIRE_INT)

@@ -45,11 +45,23 @@ def default_hello(cases: Sequence[str] = ()) -> dict[str, Any]:
     }
 
 
-def _series_fields(case: str, series: str, point: Point | None, unit: str) -> dict[str, Any]:
+def _series_fields(
+    case: str,
+    series: str,
+    point: Point | None,
+    unit: str,
+    kind: str | None = None,
+    attrs: Point | None = None,
+) -> dict[str, Any]:
+    """`kind` None writes a record as agents before kinds did (no `kind`)."""
     fields: dict[str, Any] = {"case": case, "series": series}
     if point:
         fields["point"] = dict(point)
     fields["unit"] = unit
+    if kind is not None:
+        fields["kind"] = kind
+    if attrs:
+        fields["attrs"] = dict(attrs)
     return fields
 
 
@@ -95,10 +107,12 @@ class StreamWriter:
         unit: str = "ns",
         chunk: int = DEFAULT_CHUNK,
         offset: int = 0,
+        kind: str | None = None,
+        attrs: Point | None = None,
     ) -> list[str]:
         """Write `values` in chunks of `chunk`, the first at index `offset`."""
         seq = list(values)
-        head = _series_fields(case, series, point, unit)
+        head = _series_fields(case, series, point, unit, kind, attrs)
         lines = []
         for start in range(0, len(seq), chunk):
             part = seq[start : start + chunk]
@@ -127,9 +141,11 @@ class StreamWriter:
         overflow: int = 0,
         point: Point | None = None,
         unit: str = "ns",
+        kind: str | None = None,
+        attrs: Point | None = None,
     ) -> str:
         body = {
-            **_series_fields(case, series, point, unit),
+            **_series_fields(case, series, point, unit, kind, attrs),
             "layout": layout,
             "n": n,
             "min": min,
@@ -153,9 +169,12 @@ class StreamWriter:
         dropped: int = 0,
         point: Point | None = None,
         unit: str = "ns",
+        kind: str | None = None,
+        attrs: Point | None = None,
     ) -> str:
         fields = {"n": n, "min": min, "max": max, "sum": sum, "dropped": dropped}
-        return self.record("summary", {**_series_fields(case, series, point, unit), **fields})
+        head = _series_fields(case, series, point, unit, kind, attrs)
+        return self.record("summary", {**head, **fields})
 
     def series(
         self,
@@ -165,13 +184,18 @@ class StreamWriter:
         point: Point | None = None,
         unit: str = "ns",
         chunk: int = DEFAULT_CHUNK,
+        kind: str | None = None,
+        attrs: Point | None = None,
     ) -> list[str]:
         """The samples of a series, then its summary computed from them."""
-        lines = self.samples(case, series, values, point, unit, chunk)
+        lines = self.samples(case, series, values, point, unit, chunk, kind=kind, attrs=attrs)
         n = len(values)
         stats = {"min": min(values), "max": max(values)} if n else {"min": None, "max": None}
         lines.append(
-            self.summary(case, series, n=n, sum=sum(values), point=point, unit=unit, **stats)
+            self.summary(
+                case, series, n=n, sum=sum(values), point=point, unit=unit, kind=kind,
+                attrs=attrs, **stats,
+            )
         )
         return lines
 
