@@ -23,8 +23,15 @@ from rtbench.analysis.compare import (
 )
 from rtbench.analysis.determinism import curves
 from rtbench.analysis.evt import DEFAULT_PROBABILITIES, worst_case
-from rtbench.analysis.rating import Rubric, RubricError, load_rubric, overall_rating, rate_run
-from rtbench.analysis.scores import composite_parts, composite_score, is_time_series
+from rtbench.analysis.rating import (
+    Rubric,
+    RubricError,
+    load_rubric,
+    overall_rating,
+    rate_run,
+    unrated_because,
+)
+from rtbench.analysis.scores import composite_parts, composite_score
 from rtbench.analysis.stats import (
     INDICATORS,
     PCT_NAMES,
@@ -134,6 +141,10 @@ def _stats_table(run: Run) -> Table:
 
 def _rating_table(run: Run, rubric: Rubric) -> None:
     ratings = rate_run(run, rubric)
+    why_not = unrated_because(run)
+    if why_not is not None:
+        out.print(Text(f"Rating: {why_not}", style="yellow"))
+        return
     if not ratings:
         out.print("Rating: no rated series in this run (calibration only, or skipped)")
         return
@@ -181,7 +192,7 @@ def _evt_table(run: Run) -> None:
         t.add_column(col)
     for c in run.cases:
         for s in c.series:
-            if not (is_time_series(s) and has_all_samples(s)) or s.samples is None:
+            if not (s.traits.evt and has_all_samples(s)) or s.samples is None:
                 continue
             r = worst_case(s.samples, DEFAULT_PROBABILITIES)
             est = [us(r.estimates.get(p)) if r.valid else "-" for p in DEFAULT_PROBABILITIES]
