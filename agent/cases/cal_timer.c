@@ -131,10 +131,10 @@ static rtb_result run(rtb_ctx *ctx)
 {
     size_t n = (size_t)rtb_param(ctx, "reads");
     size_t rounds = (size_t)rtb_param(ctx, "rounds");
-    rtb_time *buf = malloc(n * sizeof *buf);
+    rtb_time *buf = rtb_mem_alloc(n * sizeof *buf);
     rtb_series s;
     if (!buf || rtb_series_init(&s, "clock_read", n) != RTB_OK) {
-        free(buf);
+        rtb_mem_free(buf);
         rtb_emit_check_error(ctx, "buffer", "no memory for %zu reads", n);
         return RTB_ERROR;
     }
@@ -157,7 +157,7 @@ static rtb_result run(rtb_ctx *ctx)
         rtb_emit_series(ctx, &s);
         rtb_series_free(&s);
     }
-    free(buf);
+    rtb_mem_free(buf);
     rtb_result x = cross_cpu(ctx, rounds);
     return x != RTB_PASSED ? x : r;
 }

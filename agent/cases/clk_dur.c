@@ -240,16 +240,13 @@ static bool credible(const fit *f)
  * candidate periods; the credible lattice that explains the most gaps
  * wins (a fraction of the period leaves slots empty, a multiple explains
  * fewer gaps). Leaves `hit` marking the winner's gaps. */
-static fit detect_one(const dur *d, const int *owner, bool *hit, int64_t *index)
+static fit detect_one(const dur *d, const int *owner, bool *hit, int64_t *index, int64_t *c,
+                      size_t *cnt, size_t max_gaps)
 {
     fit best = {0};
     size_t ncand = 0, used = 0;
-    int64_t *c = malloc((MAX_CAND_GAPS * NEIGHBOURS + 1) * sizeof *c);
-    size_t *cnt = malloc((MAX_CAND_GAPS * NEIGHBOURS + 1) * sizeof *cnt);
-    if (!c || !cnt)
-        goto out;
     for (int w = 0; w < d->nwin; w++)
-        for (size_t i = d->first[w]; i < d->first[w + 1] && used < MAX_CAND_GAPS; i++) {
+        for (size_t i = d->first[w]; i < d->first[w + 1] && used < max_gaps; i++) {
             if (owner[i] >= 0)
                 continue;
             used++;
@@ -287,25 +284,30 @@ static fit detect_one(const dur *d, const int *owner, bool *hit, int64_t *index)
         if (credible(&f) && f.hits > best.hits)
             best = f;
     }
-out:
-    free(c);
-    free(cnt);
     if (best.hits)
         best = track(d, owner, best.period, hit, index);
     return best;
 }
 
 /* Finds up to MAX_SOURCES recurring sources one after the other; owner[i]
- * = the source that claimed gap i, or -1. */
+ * = the source that claimed gap i, or -1. Its memory is bounded by the
+ * gaps recorded (themselves bounded by --max-samples): about 150 bytes a
+ * gap, from the case memory (an arena on a port without a heap). -1: no
+ * memory for it. */
 static int detect(const dur *d, int *owner, fit *src)
 {
     int nsrc = 0;
-    bool *hit = calloc(d->n + 1, sizeof *hit);
-    int64_t *index = calloc(d->n + 1, sizeof *index);
+    size_t max_gaps = d->n < MAX_CAND_GAPS ? d->n : MAX_CAND_GAPS;
+    bool *hit = rtb_mem_calloc(d->n + 1, sizeof *hit);
+    int64_t *index = rtb_mem_calloc(d->n + 1, sizeof *index);
+    int64_t *c = rtb_mem_calloc(max_gaps * NEIGHBOURS + 1, sizeof *c);
+    size_t *cnt = rtb_mem_calloc(max_gaps * NEIGHBOURS + 1, sizeof *cnt);
     for (size_t i = 0; i < d->n; i++)
         owner[i] = -1;
-    while (hit && index && nsrc < MAX_SOURCES) {
-        fit f = detect_one(d, owner, hit, index);
+    if (!hit || !index || !c || !cnt)
+        nsrc = -1;
+    while (nsrc >= 0 && nsrc < MAX_SOURCES) {
+        fit f = detect_one(d, owner, hit, index, c, cnt, max_gaps);
         if (!f.hits)
             break;
         for (size_t i = 0; i < d->n; i++)
@@ -313,8 +315,12 @@ static int detect(const dur *d, int *owner, fit *src)
                 owner[i] = nsrc;
         src[nsrc++] = f;
     }
-    free(hit);
-    free(index);
+    rtb_mem_free(cnt);
+    rtb_mem_free(c);
+    rtb_mem_free(index);
+    rtb_mem_free(hit);
+    if (nsrc < 0)
+        return -1;
     /* Most frequent (shortest period) first, renumbering the owners. */
     for (int i = 1; i < nsrc; i++)
         for (int j = i; j > 0 && src[j].period < src[j - 1].period; j--) {
@@ -359,7 +365,7 @@ static size_t describe(char *out, size_t cap, const fit *f, const rtb_hist *h)
 
 static rtb_result report(rtb_ctx *ctx, dur *d)
 {
-    int *owner = calloc(d->n + 1, sizeof *owner);
+    int *owner = rtb_mem_calloc(d->n + 1, sizeof *owner);
     fit src[MAX_SOURCES];
     rtb_series st, so, sg, ss, sp, sr[MAX_SOURCES - 1];
     size_t cap = d->n ? d->n : 1;
@@ -370,6 +376,8 @@ static rtb_result report(rtb_ctx *ctx, dur *d)
     ok = (rtb_series_init(&ss, "gap_start", cap) == RTB_OK) & ok;
     ok = (rtb_series_init(&sp, "tick_period", 1) == RTB_OK) & ok;
     int nsrc = ok ? detect(d, owner, src) : 0;
+    if (nsrc < 0)
+        ok = nsrc = 0;
     for (int i = 0; i < MAX_SOURCES - 1; i++)
         ok = (rtb_series_init(&sr[i], "recurring", i + 1 < nsrc ? cap : 0) == RTB_OK) & ok;
     rtb_result r = RTB_PASSED;
@@ -388,7 +396,7 @@ static rtb_result report(rtb_ctx *ctx, dur *d)
     rtb_time spun = 0;
     for (int w = 0; w < d->nwin; w++)
         spun += d->hi[w] - d->lo[w];
-    char detail[900];
+    static char detail[900]; /* not on the stack */
     if (nsrc) {
         rtb_series_push(&sp, llround(src[0].period));
         size_t len = (size_t)snprintf(detail, sizeof detail, "in %.0f ms: tick ",
@@ -438,7 +446,7 @@ out:
     rtb_series_free(&sp);
     for (int i = 0; i < MAX_SOURCES - 1; i++)
         rtb_series_free(&sr[i]);
-    free(owner);
+    rtb_mem_free(owner);
     return r;
 }
 
@@ -459,11 +467,11 @@ static rtb_result run(rtb_ctx *ctx)
     d.cap = (size_t)ms * 100 + 1000;
     if (d.cap > ctx->opt->max_samples)
         d.cap = ctx->opt->max_samples;
-    d.start = calloc(d.cap, sizeof *d.start);
-    d.len = calloc(d.cap, sizeof *d.len);
-    d.first = calloc((size_t)d.nwin + 1, sizeof *d.first);
-    d.lo = calloc((size_t)d.nwin, sizeof *d.lo);
-    d.hi = calloc((size_t)d.nwin, sizeof *d.hi);
+    d.start = rtb_mem_calloc(d.cap, sizeof *d.start);
+    d.len = rtb_mem_calloc(d.cap, sizeof *d.len);
+    d.first = rtb_mem_calloc((size_t)d.nwin + 1, sizeof *d.first);
+    d.lo = rtb_mem_calloc((size_t)d.nwin, sizeof *d.lo);
+    d.hi = rtb_mem_calloc((size_t)d.nwin, sizeof *d.hi);
     rtb_result r = RTB_ERROR;
     if (!d.start || !d.len || !d.first || !d.lo || !d.hi) {
         rtb_emit_check_error(ctx, "buffer", "no memory for %zu gaps", d.cap);
@@ -494,11 +502,11 @@ static rtb_result run(rtb_ctx *ctx)
     if (rc == RTB_OK && nth == 1 + inject)
         r = report(ctx, &d);
 out:
-    free(d.start);
-    free(d.len);
-    free(d.first);
-    free(d.lo);
-    free(d.hi);
+    rtb_mem_free(d.start);
+    rtb_mem_free(d.len);
+    rtb_mem_free(d.first);
+    rtb_mem_free(d.lo);
+    rtb_mem_free(d.hi);
     return r;
 }
 

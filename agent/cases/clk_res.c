@@ -30,14 +30,14 @@ static int64_t median(const rtb_series *s)
 {
     if (!s->n)
         return 0;
-    int64_t *c = malloc(s->n * sizeof *c);
+    int64_t *c = rtb_mem_alloc(s->n * sizeof *c);
     if (!c)
         return 0;
     for (size_t i = 0; i < s->n; i++)
         c[i] = s->v[i];
     qsort(c, s->n, sizeof *c, cmp_i64);
     int64_t m = c[s->n / 2];
-    free(c);
+    rtb_mem_free(c);
     return m;
 }
 
@@ -47,7 +47,7 @@ static rtb_result run(rtb_ctx *ctx)
     int points = rtb_param_list(ctx, "request_ns", &req);
     int64_t count = rtb_param(ctx, "count"), early = rtb_param(ctx, "early_ns");
     size_t cap = (size_t)count < ctx->opt->max_samples ? (size_t)count : ctx->opt->max_samples;
-    rtb_series s[RTB_PARAM_MAX_VALUES];
+    static rtb_series s[RTB_PARAM_MAX_VALUES]; /* not on the stack */
     int made = 0;
     for (; made < points; made++) {
         if (rtb_series_init(&s[made], "overshoot", cap) != RTB_OK)

@@ -76,7 +76,7 @@ static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time pe
     irq_spin_cfg cfg = {.source = source, .count = count, .period = period, .handler = handler,
                         .arg = &d, .on_finish = on_finish};
     d.sp = irq_spin_new(ctx, &cfg);
-    if (d.blocker > 0 && (d.pick = calloc(count, 1)) != NULL) {
+    if (d.blocker > 0 && (d.pick = rtb_mem_calloc(count, 1)) != NULL) {
         uint32_t rnd = 0x68e31da4u;
         d.npick = count;
         for (size_t k = 0; k < count; k++)
@@ -84,7 +84,7 @@ static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time pe
     }
     if (!d.sp || (d.blocker > 0 && !d.pick)) {
         irq_spin_free(d.sp);
-        free(d.pick);
+        rtb_mem_free(d.pick);
         rtb_series_free(&s);
         rtb_emit_check_error(ctx, "buffer", "no memory for %zu events", count);
         return RTB_ERROR;
@@ -121,7 +121,7 @@ static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time pe
     rtb_series_free(&s);
     rtb_sem_delete(&d.blk);
     irq_spin_free(d.sp);
-    free(d.pick);
+    rtb_mem_free(d.pick);
     return r;
 }
 

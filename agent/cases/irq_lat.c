@@ -257,7 +257,7 @@ static void analyse_signal(const lat *x, rtb_series *s, irq_lat_out *out)
 
 static void *zalloc(size_t n, size_t size)
 {
-    void *p = calloc(n ? n : 1, size);
+    void *p = rtb_mem_calloc(n ? n : 1, size);
     if (p)
         memset(p, 0, (n ? n : 1) * size); /* fault the pages in now */
     return p;
@@ -280,10 +280,10 @@ int irq_lat_measure(rtb_ctx *ctx, const irq_lat_cfg *cfg, rtb_series *s, irq_lat
     x->h_ovr = timer ? zalloc(x->cap, sizeof *x->h_ovr) : NULL;
     x->r_ts = timer ? NULL : zalloc(x->cap, sizeof *x->r_ts);
     if (!x->h_ts || (timer ? !x->h_ovr : !x->r_ts)) {
-        free(x->h_ts);
-        free(x->h_ovr);
-        free(x->r_ts);
-        free(x);
+        rtb_mem_free(x->h_ts);
+        rtb_mem_free(x->h_ovr);
+        rtb_mem_free(x->r_ts);
+        rtb_mem_free(x);
         return RTB_ENOMEM;
     }
     int other = irq_other_cpu(ctx);
@@ -353,10 +353,10 @@ int irq_lat_measure(rtb_ctx *ctx, const irq_lat_cfg *cfg, rtb_series *s, irq_lat
     rtb_sem_delete(&x->done);
     rtb_sem_delete(&x->ack);
     rtb_sem_delete(&x->blk_go);
-    free(x->h_ts);
-    free(x->h_ovr);
-    free(x->r_ts);
-    free(x);
+    rtb_mem_free(x->h_ts);
+    rtb_mem_free(x->h_ovr);
+    rtb_mem_free(x->r_ts);
+    rtb_mem_free(x);
     return rc;
 }
 

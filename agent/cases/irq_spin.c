@@ -171,15 +171,15 @@ out:
 
 irq_spin *irq_spin_new(rtb_ctx *ctx, const irq_spin_cfg *cfg)
 {
-    irq_spin *sp = calloc(1, sizeof *sp);
+    irq_spin *sp = rtb_mem_calloc(1, sizeof *sp);
     if (!sp)
         return NULL;
     sp->ctx = ctx;
     sp->cfg = *cfg;
     sp->cap = cfg->count;
     sp->cpu = irq_cpu(ctx);
-    sp->h_end = calloc(sp->cap, sizeof *sp->h_end);
-    sp->resume = calloc(sp->cap, sizeof *sp->resume);
+    sp->h_end = rtb_mem_calloc(sp->cap, sizeof *sp->h_end);
+    sp->resume = rtb_mem_calloc(sp->cap, sizeof *sp->resume);
     if (!sp->h_end || !sp->resume) {
         irq_spin_free(sp);
         return NULL;
@@ -194,9 +194,9 @@ void irq_spin_free(irq_spin *sp)
 {
     if (!sp)
         return;
-    free(sp->h_end);
-    free(sp->resume);
-    free(sp);
+    rtb_mem_free(sp->h_end);
+    rtb_mem_free(sp->resume);
+    rtb_mem_free(sp);
 }
 
 int irq_spin_run(irq_spin *sp, irq_spin_out *out)

@@ -77,8 +77,8 @@ static size_t analyse(const tlt *x, size_t handled, rtb_series *s, size_t *late)
 static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time period)
 {
     tlt x = {.ctx = ctx, .cap = count};
-    x.h_ts = calloc(count, sizeof *x.h_ts);
-    x.w_ts = calloc(count, sizeof *x.w_ts);
+    x.h_ts = rtb_mem_calloc(count, sizeof *x.h_ts);
+    x.w_ts = rtb_mem_calloc(count, sizeof *x.w_ts);
     rtb_series s;
     size_t cap = count < ctx->opt->max_samples ? count : ctx->opt->max_samples;
     irq_spin_cfg cfg = {.source = source, .count = count, .period = period, .handler = handler,
@@ -87,8 +87,8 @@ static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time pe
     if (!x.h_ts || !x.w_ts || !x.sp ||
         rtb_series_init(&s, source == IRQ_TIMER ? "timer_to_thread" : "signal_to_thread", cap) !=
             RTB_OK) {
-        free(x.h_ts);
-        free(x.w_ts);
+        rtb_mem_free(x.h_ts);
+        rtb_mem_free(x.w_ts);
         irq_spin_free(x.sp);
         rtb_emit_check_error(ctx, "buffer", "no memory for %zu events", count);
         return RTB_ERROR;
@@ -135,8 +135,8 @@ static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time pe
     rtb_series_free(&s);
     rtb_sem_delete(&x.wake);
     irq_spin_free(x.sp);
-    free(x.h_ts);
-    free(x.w_ts);
+    rtb_mem_free(x.h_ts);
+    rtb_mem_free(x.w_ts);
     return r;
 }
 

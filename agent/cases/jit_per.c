@@ -215,7 +215,7 @@ static rtb_time expected(const rtb_ctx *ctx)
 
 static rtb_result run(rtb_ctx *ctx)
 {
-    per *p = calloc(1, sizeof *p);
+    per *p = rtb_mem_calloc(1, sizeof *p);
     if (!p) {
         rtb_emit_check_error(ctx, "buffer", "no memory");
         return RTB_ERROR;
@@ -320,7 +320,7 @@ out:
     rtb_series_free(&p->lat);
     rtb_series_free(&p->iv);
     rtb_series_free(&p->dev);
-    free(p);
+    rtb_mem_free(p);
     return r;
 }
 

@@ -73,11 +73,11 @@ static void echo(void *arg)
 static rtb_result point(rtb_ctx *ctx, size_t size, size_t n, rtb_series *one, rtb_series *rt)
 {
     lat x = {.ctx = ctx, .size = size, .n = n + WARMUP};
-    x.a_out = calloc(1, size);
-    x.a_in = calloc(1, size);
-    x.b_buf = calloc(1, size);
-    x.one = calloc(x.n, sizeof *x.one);
-    x.round = calloc(x.n, sizeof *x.round);
+    x.a_out = rtb_mem_calloc(1, size);
+    x.a_in = rtb_mem_calloc(1, size);
+    x.b_buf = rtb_mem_calloc(1, size);
+    x.one = rtb_mem_calloc(x.n, sizeof *x.one);
+    x.round = rtb_mem_calloc(x.n, sizeof *x.round);
     rtb_result r = RTB_ERROR;
     int qa = RTB_ENOMEM, qb = RTB_ENOMEM;
     if (!x.a_out || !x.a_in || !x.b_buf || !x.one || !x.round) {
@@ -124,11 +124,11 @@ out:
         rtb_queue_delete(&x.ab);
     if (qb == RTB_OK)
         rtb_queue_delete(&x.ba);
-    free(x.a_out);
-    free(x.a_in);
-    free(x.b_buf);
-    free(x.one);
-    free(x.round);
+    rtb_mem_free(x.a_out);
+    rtb_mem_free(x.a_in);
+    rtb_mem_free(x.b_buf);
+    rtb_mem_free(x.one);
+    rtb_mem_free(x.round);
     return r;
 }
 

@@ -85,8 +85,8 @@ static void sender(void *arg)
 static int pending(rtb_ctx *ctx, rtb_queue *q, size_t n, rtb_series *s)
 {
     pend x = {.ctx = ctx, .q = q, .n = n};
-    x.t_send = calloc(n, sizeof *x.t_send);
-    x.t_recv = calloc(n, sizeof *x.t_recv);
+    x.t_send = rtb_mem_calloc(n, sizeof *x.t_send);
+    x.t_recv = rtb_mem_calloc(n, sizeof *x.t_recv);
     int rc = RTB_ENOMEM;
     if (x.t_send && x.t_recv) {
         /* Fault them in now: the sender stores its stamp inside the sample. */
@@ -124,8 +124,8 @@ static int pending(rtb_ctx *ctx, rtb_queue *q, size_t n, rtb_series *s)
         if (rc == RTB_OK && x.sent < n)
             rc = RTB_EFAIL;
     }
-    free(x.t_send);
-    free(x.t_recv);
+    rtb_mem_free(x.t_send);
+    rtb_mem_free(x.t_recv);
     drain(q);
     return rc;
 }

@@ -141,7 +141,7 @@ static rtb_result run(rtb_ctx *ctx)
     rtb_time **bufs[] = {&x.t_req, &x.t_got, &x.t_own, &x.t_unl, &x.t_med};
     bool mem = true;
     for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++) {
-        mem = (*bufs[b] = calloc(x.n, sizeof(rtb_time))) != NULL && mem;
+        mem = (*bufs[b] = rtb_mem_calloc(x.n, sizeof(rtb_time))) != NULL && mem;
         if (*bufs[b]) /* fault it in now: stamps are stored inside the samples */
             memset(*bufs[b], 0, x.n * sizeof(rtb_time));
     }
@@ -161,7 +161,7 @@ static rtb_result run(rtb_ctx *ctx)
     rtb_series_free(&acq);
     rtb_series_free(&rel);
     for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++)
-        free(*bufs[b]);
+        rtb_mem_free(*bufs[b]);
     return r;
 }
 

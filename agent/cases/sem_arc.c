@@ -73,12 +73,12 @@ static rtb_result run_point(rtb_ctx *ctx, int w_count, int64_t rounds)
     size_t total = (size_t)w_count * (size_t)rounds;
     size_t cap = total < ctx->opt->max_samples ? total : ctx->opt->max_samples;
     arc x = {.ctx = ctx};
-    arc_waiter *w = calloc((size_t)w_count, sizeof *w);
-    rtb_thread *th = calloc((size_t)w_count, sizeof *th);
-    x.t_a = calloc(total, sizeof *x.t_a);
-    x.t_c = calloc(total, sizeof *x.t_c);
-    x.t_g = calloc(total, sizeof *x.t_g);
-    x.t_w = calloc(total, sizeof *x.t_w);
+    arc_waiter *w = rtb_mem_calloc((size_t)w_count, sizeof *w);
+    rtb_thread *th = rtb_mem_calloc((size_t)w_count, sizeof *th);
+    x.t_a = rtb_mem_calloc(total, sizeof *x.t_a);
+    x.t_c = rtb_mem_calloc(total, sizeof *x.t_c);
+    x.t_g = rtb_mem_calloc(total, sizeof *x.t_g);
+    x.t_w = rtb_mem_calloc(total, sizeof *x.t_w);
     rtb_series acq, rel;
     rtb_result r = RTB_PASSED;
     bool series_ok = false;
@@ -90,7 +90,7 @@ static rtb_result run_point(rtb_ctx *ctx, int w_count, int64_t rounds)
     }
     if (!series_ok || rtb_sem_create(&x.s, 0) != RTB_OK) {
         rtb_emit_check_error(ctx, "resources", "W=%d: no memory or no semaphore", w_count);
-        free(w), free(th), free(x.t_a), free(x.t_c), free(x.t_g), free(x.t_w);
+        rtb_mem_free(w), rtb_mem_free(th), rtb_mem_free(x.t_a), rtb_mem_free(x.t_c), rtb_mem_free(x.t_g), rtb_mem_free(x.t_w);
         if (series_ok) {
             rtb_series_free(&acq);
             rtb_series_free(&rel);
@@ -176,7 +176,7 @@ static rtb_result run_point(rtb_ctx *ctx, int w_count, int64_t rounds)
     for (int i = 0; i < created; i++)
         rtb_sem_delete(&w[i].start);
     rtb_sem_delete(&x.s);
-    free(w), free(th), free(x.t_a), free(x.t_c), free(x.t_g), free(x.t_w);
+    rtb_mem_free(w), rtb_mem_free(th), rtb_mem_free(x.t_a), rtb_mem_free(x.t_c), rtb_mem_free(x.t_g), rtb_mem_free(x.t_w);
     return r;
 }
 

@@ -6,6 +6,7 @@
  * and fails. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/rtb.h"
 
@@ -84,9 +85,12 @@ static rtb_result run(rtb_ctx *ctx)
     if (ctl > RTB_PRIO_MAX - 2 - n)
         ctl = RTB_PRIO_MAX - 2 - n;
     rel x = {.ctx = ctx};
-    rel_waiter w[MAX_WAITERS] = {0};
-    rtb_thread th[MAX_WAITERS];
-    int order[MAX_WAITERS] = {0};
+    /* Static, not on the stack: one case runs at a time. */
+    static rel_waiter w[MAX_WAITERS];
+    static rtb_thread th[MAX_WAITERS];
+    static int order[MAX_WAITERS];
+    memset(w, 0, sizeof w);
+    memset(order, 0, sizeof order);
     if (rtb_sem_create(&x.s, 0) != RTB_OK) {
         rtb_emit_check_error(ctx, "release_order", "could not create the semaphore");
         return RTB_ERROR;

@@ -70,11 +70,11 @@ static rtb_result run(rtb_ctx *ctx)
     shf x = {.ctx = ctx, .cap = ctx->opt->max_samples};
     rtb_series s;
     rtb_thread th[2]; /* B, A */
-    x.ta = calloc(x.cap, sizeof *x.ta);
-    x.tb = calloc(x.cap, sizeof *x.tb);
+    x.ta = rtb_mem_calloc(x.cap, sizeof *x.ta);
+    x.tb = rtb_mem_calloc(x.cap, sizeof *x.tb);
     if (!x.ta || !x.tb || rtb_series_init(&s, "give_to_run", x.cap) != RTB_OK) {
-        free(x.ta);
-        free(x.tb);
+        rtb_mem_free(x.ta);
+        rtb_mem_free(x.tb);
         rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", x.cap);
         return RTB_ERROR;
     }
@@ -98,8 +98,8 @@ static rtb_result run(rtb_ctx *ctx)
     rtb_series_free(&s);
     rtb_sem_delete(&x.s);
     rtb_sem_delete(&x.p);
-    free(x.ta);
-    free(x.tb);
+    rtb_mem_free(x.ta);
+    rtb_mem_free(x.tb);
     if (rc != RTB_OK)
         return RTB_ERROR;
     return ok ? RTB_PASSED : RTB_FAILED;

@@ -54,12 +54,12 @@ static void thread_l(void *arg)
 static rtb_result unavailable(rtb_ctx *ctx, int64_t iterations, rtb_series *out)
 {
     tk x = {.ctx = ctx, .n = iterations + 1};
-    x.th = calloc((size_t)x.n, sizeof *x.th);
-    x.tl = calloc((size_t)x.n, sizeof *x.tl);
+    x.th = rtb_mem_calloc((size_t)x.n, sizeof *x.th);
+    x.tl = rtb_mem_calloc((size_t)x.n, sizeof *x.tl);
     rtb_result r = RTB_PASSED;
     if (!x.th || !x.tl || rtb_sem_create(&x.s, 0) != RTB_OK) {
-        free(x.th);
-        free(x.tl);
+        rtb_mem_free(x.th);
+        rtb_mem_free(x.tl);
         rtb_emit_check_error(ctx, "setup", "no memory for %lld rounds or no semaphore",
                              (long long)x.n);
         return RTB_ERROR;
@@ -98,8 +98,8 @@ static rtb_result unavailable(rtb_ctx *ctx, int64_t iterations, rtb_series *out)
                  "ahead of H (no sample)", (long long)done - 1, (long long)iterations,
                  (long long)negative);
     rtb_sem_delete(&x.s);
-    free(x.th);
-    free(x.tl);
+    rtb_mem_free(x.th);
+    rtb_mem_free(x.tl);
     return r;
 }
 

@@ -132,7 +132,7 @@ static rtb_result run(rtb_ctx *ctx)
 {
     size_t n = (size_t)rtb_param(ctx, "iterations");
     size_t cap = n < ctx->opt->max_samples ? n : ctx->opt->max_samples;
-    sys x = {.ctx = ctx, .s = calloc(ROWS, sizeof(rtb_series))};
+    sys x = {.ctx = ctx, .s = rtb_mem_calloc(ROWS, sizeof(rtb_series))};
     int ready = 0;
     while (x.s && ready < ROWS && rtb_series_init(&x.s[ready], row_names[ready], cap) == RTB_OK)
         ready++;
@@ -151,7 +151,7 @@ static rtb_result run(rtb_ctx *ctx)
     }
     for (int i = 0; x.s && i < ready; i++)
         rtb_series_free(&x.s[i]);
-    free(x.s);
+    rtb_mem_free(x.s);
     return r;
 }
 

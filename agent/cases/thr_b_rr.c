@@ -185,7 +185,7 @@ static int first_slice(const rr_thread *t, int n, int64_t tol, char *out, size_t
     size_t later = 0;
     for (int i = 0; i < n; i++)
         later += t[i].complete > 1 ? t[i].complete - 1 : 0;
-    rtb_time *v = later ? malloc(later * sizeof *v) : NULL;
+    rtb_time *v = later ? rtb_mem_alloc(later * sizeof *v) : NULL;
     if (!v) {
         snprintf(out, cap, "no later slice to compare the first ones with: raise duration_ms");
         return -1;
@@ -200,7 +200,7 @@ static int first_slice(const rr_thread *t, int n, int64_t tol, char *out, size_t
     }
     qsort(v, later, sizeof *v, cmp_time);
     rtb_time median = v[later / 2];
-    free(v);
+    rtb_mem_free(v);
     bool ok = (double)longest_first <= (double)median * (1.0 + (double)tol / 100.0);
     snprintf(out, cap, "longest first slice %.2f ms, median later slice %.2f ms (%zu), ratio %.2f",
              (double)longest_first / 1e6, (double)median / 1e6, later,
@@ -227,8 +227,10 @@ static rtb_result run(rtb_ctx *ctx)
     rtb_time duration = rtb_param(ctx, "duration_ms") * 1000000;
     rr x = {.ctx = ctx};
     atomic_init(&x.last, -1);
-    rr_thread t[16] = {0};
-    rtb_thread th[16];
+    /* Static, not on the stack: one case runs at a time. */
+    static rr_thread t[16];
+    static rtb_thread th[16];
+    memset(t, 0, sizeof t);
     rtb_series s;
     /* Without real-time priority slices can be far shorter than 1 ms. */
     size_t cap = (size_t)(duration / 100000) + 16;
@@ -238,7 +240,7 @@ static rtb_result run(rtb_ctx *ctx)
     if (rtb_series_init(&s, "slice", cap * (size_t)n) != RTB_OK)
         return RTB_ERROR;
     for (int i = 0; i < n; i++) {
-        t[i] = (rr_thread){.x = &x, .id = i, .cap = cap, .log = malloc(cap * sizeof(slice))};
+        t[i] = (rr_thread){.x = &x, .id = i, .cap = cap, .log = rtb_mem_alloc(cap * sizeof(slice))};
         if (!t[i].log)
             r = RTB_ERROR;
         else /* fault it in now, not at a switch */
@@ -305,7 +307,7 @@ static rtb_result run(rtb_ctx *ctx)
     rtb_emit_series(ctx, &s);
     rtb_series_free(&s);
     for (int i = 0; i < n; i++)
-        free(t[i].log);
+        rtb_mem_free(t[i].log);
     return r;
 }
 

@@ -97,9 +97,9 @@ static int park_extras(rtb_ctx *ctx, ctxsw *x, rtb_thread *th, int n, int lo, in
 static rtb_result run_point(rtb_ctx *ctx, ctxsw *x, int extra, int lo, int hi)
 {
     rtb_series s;
-    rtb_thread *ex = calloc((size_t)extra + 1, sizeof *ex);
+    rtb_thread *ex = rtb_mem_calloc((size_t)extra + 1, sizeof *ex);
     if (!ex || rtb_series_init(&s, "switch", 2 * x->rounds) != RTB_OK) {
-        free(ex);
+        rtb_mem_free(ex);
         rtb_emit_check_error(ctx, "resources", "no memory for %d threads", extra);
         return RTB_ERROR;
     }
@@ -157,7 +157,7 @@ static rtb_result run_point(rtb_ctx *ctx, ctxsw *x, int extra, int lo, int hi)
     rtb_sem_delete(&x->to_high);
     rtb_sem_delete(&x->to_low);
     rtb_sem_delete(&x->park);
-    free(ex);
+    rtb_mem_free(ex);
     return r;
 }
 
@@ -172,7 +172,7 @@ static rtb_result run(rtb_ctx *ctx)
                              lo, hi);
         return RTB_ERROR;
     }
-    x.log = malloc((2 * x.rounds + 1) * sizeof *x.log);
+    x.log = rtb_mem_alloc((2 * x.rounds + 1) * sizeof *x.log);
     if (!x.log) {
         rtb_emit_check_error(ctx, "buffer", "no memory for %zu stamps", 2 * x.rounds + 1);
         return RTB_ERROR;
@@ -186,7 +186,7 @@ static rtb_result run(rtb_ctx *ctx)
         if (r != RTB_PASSED)
             worst = r;
     }
-    free(x.log);
+    rtb_mem_free(x.log);
     return worst;
 }
 

@@ -80,14 +80,14 @@ static size_t analyse(const sw_log *log, size_t n, uint32_t threads, rtb_series 
         rtb_series_push(s, log->ts[i + 1] - log->ts[i]);
     }
     /* Periodicity alone would accept a subset of threads taking turns. */
-    bool *seen = calloc(threads, sizeof *seen);
+    bool *seen = rtb_mem_calloc(threads, sizeof *seen);
     size_t distinct = 0;
     for (size_t i = 0; seen && i < n && i < threads; i++)
         if (log->who[i] < threads && !seen[log->who[i]]) {
             seen[log->who[i]] = true;
             distinct++;
         }
-    free(seen);
+    rtb_mem_free(seen);
     if (n >= threads && distinct < threads)
         out_of_turn += threads - distinct;
     return out_of_turn;
@@ -95,12 +95,12 @@ static size_t analyse(const sw_log *log, size_t n, uint32_t threads, rtb_series 
 
 static rtb_result run_point(rtb_ctx *ctx, sw_log *log, uint32_t n, rtb_time duration)
 {
-    rtb_thread *th = calloc(n, sizeof *th);
-    sw_thread *args = calloc(n, sizeof *args);
+    rtb_thread *th = rtb_mem_calloc(n, sizeof *th);
+    sw_thread *args = rtb_mem_calloc(n, sizeof *args);
     rtb_series s;
     if (!th || !args || rtb_series_init(&s, "switch", log->cap) != RTB_OK) {
-        free(th);
-        free(args);
+        rtb_mem_free(th);
+        rtb_mem_free(args);
         rtb_emit_check_error(ctx, "resources", "no memory for %u threads", n);
         return RTB_ERROR;
     }
@@ -151,16 +151,16 @@ static rtb_result run_point(rtb_ctx *ctx, sw_log *log, uint32_t n, rtb_time dura
                  n);
     rtb_emit_series(ctx, &s);
     rtb_series_free(&s);
-    free(th);
-    free(args);
+    rtb_mem_free(th);
+    rtb_mem_free(args);
     return r;
 }
 
 static rtb_result run(rtb_ctx *ctx)
 {
     sw_log log = {.ctx = ctx, .cap = ctx->opt->max_samples};
-    log.ts = calloc(log.cap, sizeof *log.ts);
-    log.who = calloc(log.cap, sizeof *log.who);
+    log.ts = rtb_mem_calloc(log.cap, sizeof *log.ts);
+    log.who = rtb_mem_calloc(log.cap, sizeof *log.who);
     rtb_result worst = RTB_PASSED;
     if (!log.ts || !log.who) {
         rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", log.cap);
@@ -177,8 +177,8 @@ static rtb_result run(rtb_ctx *ctx)
         if (r != RTB_PASSED)
             worst = r;
     }
-    free(log.ts);
-    free(log.who);
+    rtb_mem_free(log.ts);
+    rtb_mem_free(log.who);
     return worst;
 }
 

@@ -11,7 +11,8 @@ static void reset(rtb_hist *h)
     h->min = INT64_MAX;
     h->max = INT64_MIN;
     h->sum = (rtb_sum){0, 0};
-    memset(h->counts, 0, sizeof h->counts);
+    if (h->counts)
+        memset(h->counts, 0, RTB_HIST_MAX_BUCKETS * sizeof *h->counts);
 }
 
 void rtb_hist_init_log2(rtb_hist *h, int sub_bits)

@@ -88,7 +88,9 @@ rtb_json *rtb_rec_begin_urgent(rtb_stream *s, const char *kind);
 
 typedef enum { RTB_HIST_LOG2, RTB_HIST_LINEAR } rtb_hist_kind;
 
-#define RTB_HIST_MAX_BUCKETS 2048
+/* Buckets of every histogram (rtb_port_config.h may lower it: a log2
+ * histogram then keeps fewer sub-buckets, its layout says how many). */
+#define RTB_HIST_MAX_BUCKETS RTB_HIST_BUCKETS
 
 /* An exact sum of int64 samples in 128 bits, as a (high, low) pair rather
  * than __int128, which 32-bit targets (armhf) do not have. */
@@ -117,9 +119,12 @@ typedef struct rtb_hist {
     uint64_t n, underflow, overflow;
     int64_t min, max;
     rtb_sum sum;           /* exact: 10^9 samples of 10^10 ns do not fit int64 */
-    uint64_t counts[RTB_HIST_MAX_BUCKETS];
+    /* RTB_HIST_MAX_BUCKETS counters from the case's memory (rtb_mem_alloc),
+     * never inline: a series stays small enough for a stack. */
+    uint64_t *counts;
 } rtb_hist;
 
+/* Both keep h->counts (set by rtb_series_init) and clear it. */
 void rtb_hist_init_log2(rtb_hist *h, int sub_bits);
 void rtb_hist_init_linear(rtb_hist *h, int64_t lo, int64_t width, int nbuckets);
 void rtb_hist_add(rtb_hist *h, int64_t v);
@@ -137,7 +142,8 @@ typedef struct rtb_series {
     rtb_hist hist;
 } rtb_series;
 
-/* Outside measured sections only: allocates and prefaults the buffer. */
+/* Outside measured sections only: allocates and prefaults the sample
+ * buffer and the histogram's counters (RTB_ENOMEM when they do not fit). */
 int rtb_series_init(rtb_series *s, const char *name, size_t cap);
 void rtb_series_set_point(rtb_series *s, const char *key, int64_t value);
 void rtb_series_free(rtb_series *s);
@@ -150,6 +156,22 @@ static inline void rtb_series_push(rtb_series *s, int64_t v)
         s->dropped++;
     rtb_hist_add(&s->hist, v);
 }
+
+/* ---- case memory (mem.c) ---------------------------------------------- */
+
+/* What sample buffers and histograms live in, outside measured sections:
+ * the heap where the port has one (malloc/free), or a static arena of
+ * RTB_CASE_ARENA bytes (rtb_port_config.h) that the runner empties before
+ * every case. Cases keep large things here or in static storage, never on
+ * a stack (the build refuses frames over RTB_FRAME_LIMIT bytes). */
+void *rtb_mem_alloc(size_t size);
+void *rtb_mem_calloc(size_t n, size_t size); /* zeroed; NULL on overflow */
+void rtb_mem_free(void *p);
+/* The runner, before each case: everything a case allocated is gone. */
+void rtb_mem_reset(void);
+/* Bytes allocated now, and the most since the last reset (the arena's
+ * high-water mark; 0 on the heap). */
+size_t rtb_mem_peak(void);
 
 /* ---- parameters (params.c) -------------------------------------------- */
 

@@ -233,6 +233,7 @@ static rtb_result run_case(rtb_ctx *ctx, watchdog *wd, const rtb_planned *p,
     atomic_store(&ctx->stop, false);
     ctx->checks_applied = ctx->checks_skipped = 0;
     ctx->skip_reason[0] = '\0';
+    rtb_mem_reset(); /* the last case's buffers are gone with it */
     rtb_time budget = case_budget(ctx, ctx->opt->deadline_slack_ms);
     rtb_json *j = rtb_rec_begin(ctx->stream, "begin");
     rtb_json_str(j, "case", p->c->id);

@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include <stdlib.h>
 #include <string.h>
 
 #include "rtb.h"
@@ -9,15 +8,20 @@ int rtb_series_init(rtb_series *s, const char *name, size_t cap)
     memset(s, 0, sizeof *s);
     s->name = name;
     s->unit = "ns";
-    s->cap = cap;
+    s->hist.counts = rtb_mem_alloc(RTB_HIST_MAX_BUCKETS * sizeof *s->hist.counts);
+    if (!s->hist.counts)
+        return RTB_ENOMEM;
+    rtb_hist_init_log2(&s->hist, 5);
     if (cap) {
-        s->v = malloc(cap * sizeof *s->v);
-        if (!s->v)
+        s->v = rtb_mem_alloc(cap * sizeof *s->v);
+        if (!s->v) {
+            rtb_series_free(s);
             return RTB_ENOMEM;
+        }
         /* Touch every page now so the measured section takes no fault. */
         memset(s->v, 0, cap * sizeof *s->v);
+        s->cap = cap;
     }
-    rtb_hist_init_log2(&s->hist, 5);
     return RTB_OK;
 }
 
@@ -29,7 +33,10 @@ void rtb_series_set_point(rtb_series *s, const char *key, int64_t value)
 
 void rtb_series_free(rtb_series *s)
 {
-    free(s->v);
+    /* In reverse order of allocation: an arena takes back its top. */
+    rtb_mem_free(s->v);
+    rtb_mem_free(s->hist.counts);
     s->v = NULL;
+    s->hist.counts = NULL;
     s->cap = s->n = 0;
 }

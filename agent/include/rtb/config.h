@@ -39,6 +39,20 @@
 #define RTB_MAX_SAMPLES_LIMIT 100000
 #endif
 
+/* Buckets of a histogram (16 KiB of counters at 2048; each series has one). */
+#ifndef RTB_HIST_BUCKETS
+#define RTB_HIST_BUCKETS 2048
+#endif
+
+/* RTB_CASE_ARENA (bytes), when defined: sample buffers and histograms come
+ * from a static arena of that size, emptied before every case, instead of
+ * malloc (core/mem.c). Undefined: the heap. */
+
+/* The largest stack frame the build accepts (-Wframe-larger-than). */
+#ifndef RTB_FRAME_LIMIT
+#define RTB_FRAME_LIMIT 2048
+#endif
+
 /* Cases one run can plan. */
 #ifndef RTB_MAX_RUN
 #define RTB_MAX_RUN 64

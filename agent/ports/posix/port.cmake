@@ -20,3 +20,4 @@ target_link_libraries(rtb_core PUBLIC Threads::Threads m)
 if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
   target_link_libraries(rtb_core PUBLIC rt)
 endif()
+
