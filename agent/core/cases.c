@@ -40,6 +40,7 @@ extern const rtb_case rtb_case_irq_sus;
 extern const rtb_case rtb_case_clk_dur;
 extern const rtb_case rtb_case_clk_res;
 extern const rtb_case rtb_case_jit_per;
+extern const rtb_case rtb_case_rsp_io;
 
 const rtb_case *const rtb_cases[] = {
     &rtb_case_cal_timer,
@@ -77,6 +78,7 @@ const rtb_case *const rtb_cases[] = {
     &rtb_case_clk_dur,
     &rtb_case_clk_res,
     &rtb_case_jit_per,
+    &rtb_case_rsp_io,
 };
 const int rtb_ncases = (int)(sizeof rtb_cases / sizeof rtb_cases[0]);
 

@@ -26,6 +26,9 @@ static const char *const sites[RTB_INJ_COUNT] = {
     [RTB_INJ_OP_DELAY] = "op_delay",
     [RTB_INJ_MUTEX_NOPI] = "mutex_nopi",
     [RTB_INJ_EVENT_DELAY] = "event_delay",
+    [RTB_INJ_LINE_DELAY] = "line_delay",
+    [RTB_INJ_LINE_MUTE] = "line_mute",
+    [RTB_INJ_STIM_SKEW] = "stim_skew",
 };
 
 int rtb_inject_set(const char *assignment)

@@ -310,6 +310,12 @@ rtb_thread_attr rtb_attr(const rtb_ctx *ctx, const char *name, int prio_offset);
 
 /* Records: all of them outside measured sections. */
 void rtb_emit_series(rtb_ctx *ctx, const rtb_series *s);
+/* Text coordinates of a series' point beside its sweep value (e.g. scenario
+ * "a", line "pipe"); unused keys NULL. */
+typedef struct rtb_tags {
+    const char *key[2], *value[2];
+} rtb_tags;
+void rtb_emit_series_tagged(rtb_ctx *ctx, const rtb_series *s, const rtb_tags *tags);
 void rtb_emit_check(rtb_ctx *ctx, const char *name, bool pass, const char *fmt, ...)
     RTB_PRINTF(4, 5);
 void rtb_emit_check_error(rtb_ctx *ctx, const char *name, const char *fmt, ...)
@@ -339,6 +345,9 @@ typedef enum {
     RTB_INJ_OP_DELAY,      /* busy-wait inside every timed primitive call (SYS-CALL, ARN) */
     RTB_INJ_MUTEX_NOPI,    /* a broken mutex: RTB_MUTEX_PI is ignored */
     RTB_INJ_EVENT_DELAY,   /* a slow machine: busy-wait in every IRQ event handler */
+    RTB_INJ_LINE_DELAY,    /* RSP-IO: busy-wait in the response path before the output edge */
+    RTB_INJ_LINE_MUTE,     /* RSP-IO: the target never answers an edge */
+    RTB_INJ_STIM_SKEW,     /* RSP-IO: the stimulator's clock reads NS ahead */
     RTB_INJ_COUNT
 } rtb_inject_site;
 

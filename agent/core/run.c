@@ -48,13 +48,17 @@ static void case_keys(rtb_json *j, const rtb_ctx *ctx)
     rtb_json_str(j, "case", ctx->cur->id);
 }
 
-static void series_keys(rtb_json *j, const rtb_ctx *ctx, const rtb_series *s)
+static void series_keys(rtb_json *j, const rtb_ctx *ctx, const rtb_series *s,
+                        const rtb_tags *tags)
 {
     case_keys(j, ctx);
     rtb_json_str(j, "series", s->name);
-    if (s->point_key) {
+    if (s->point_key || (tags && tags->key[0])) {
         rtb_json_obj(j, "point");
-        rtb_json_i64(j, s->point_key, s->point_value);
+        if (s->point_key)
+            rtb_json_i64(j, s->point_key, s->point_value);
+        for (int i = 0; tags && i < 2 && tags->key[i]; i++)
+            rtb_json_str(j, tags->key[i], tags->value[i]);
         rtb_json_obj_end(j);
     }
     rtb_json_str(j, "unit", s->unit ? s->unit : "ns");
@@ -136,11 +140,11 @@ static size_t base64(const unsigned char *in, size_t n, char *out)
     return o;
 }
 
-static void emit_hist(rtb_ctx *ctx, const rtb_series *s)
+static void emit_hist(rtb_ctx *ctx, const rtb_series *s, const rtb_tags *tags)
 {
     const rtb_hist *h = &s->hist;
     rtb_json *j = rtb_rec_begin(ctx->stream, "hist");
-    series_keys(j, ctx, s);
+    series_keys(j, ctx, s, tags);
     rtb_json_obj(j, "layout");
     if (h->kind == RTB_HIST_LOG2) {
         rtb_json_str(j, "kind", "log2");
@@ -168,14 +172,16 @@ static void emit_hist(rtb_ctx *ctx, const rtb_series *s)
     rtb_rec_end(ctx->stream);
 }
 
-void rtb_emit_series(rtb_ctx *ctx, const rtb_series *s)
+void rtb_emit_series(rtb_ctx *ctx, const rtb_series *s) { rtb_emit_series_tagged(ctx, s, NULL); }
+
+void rtb_emit_series_tagged(rtb_ctx *ctx, const rtb_series *s, const rtb_tags *tags)
 {
     rtb_json *j = rtb_rec_begin(ctx->stream, "summary");
-    series_keys(j, ctx, s);
+    series_keys(j, ctx, s, tags);
     exact_keys(j, &s->hist);
     rtb_json_u64(j, "dropped", s->dropped);
     rtb_rec_end(ctx->stream);
-    emit_hist(ctx, s);
+    emit_hist(ctx, s, tags);
     if (!ctx->opt->samples)
         return;
     static unsigned char raw[CHUNK * 10];
@@ -184,7 +190,7 @@ void rtb_emit_series(rtb_ctx *ctx, const rtb_series *s)
         size_t n = s->n - off < CHUNK ? s->n - off : CHUNK;
         size_t len = base64(raw, encode_chunk(s->v + off, n, raw), b64);
         j = rtb_rec_begin(ctx->stream, "samples");
-        series_keys(j, ctx, s);
+        series_keys(j, ctx, s, tags);
         rtb_json_str(j, "enc", "zzd-varint-b64");
         rtb_json_u64(j, "offset", off);
         rtb_json_u64(j, "count", n);

@@ -55,6 +55,11 @@ CASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "CLK-DUR": ({"duration_ms": "400"}, {"duration_ms": "10000"}),
     "CLK-RES": ({"count": "200"}, {"count": "2000"}),
     "JIT-PER": ({"period_us": "1000", "cycles": "2000"}, {"period_us": "10000", "cycles": "5000"}),
+    # @RSP-suites
+    "RSP-IO": (
+        {"count": "200"},
+        {"count": "2000", "gap_min_us": "1000", "gap_max_us": "10000"},
+    ),
 }
 
 SUITES: dict[str, dict[str, dict[str, str]]] = {

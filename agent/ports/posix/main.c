@@ -45,7 +45,8 @@ static void usage(FILE *f)
             "  --inject SITE=NS   test builds: inject a fault (yield_delay, give_delay,\n"
             "                     sem_noblock, ref_delay, ignore_stop,\n"
             "                     clock_back, clock_skew, sem_fifo, new_prio, op_delay,\n"
-            "                     mutex_nopi, event_delay)\n"
+            "                     mutex_nopi, event_delay, line_delay, line_mute,\n"
+            "                     stim_skew)\n"
 #endif
     );
     rtb_load_help(f);

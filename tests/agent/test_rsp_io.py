@@ -1,0 +1,133 @@
+"""Known answers for RSP-IO, input edge to output edge.
+
+The stimulator (rtb-stim) times every edge; the agent only answers. A delay
+D injected into the agent's response path (test build, --inject
+line_delay) must move every sample by at least D and the median by about D;
+an agent told not to answer (line_mute) must give lost edges and no sample
+at all, never a zero; a stimulator whose clock reads ahead (stim_skew) must
+fail the clock check that a plain run passes; each software line answers
+every edge. No absolute time is asserted: only the known D, counts, and
+comparisons between runs of the same build.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rtbench.model import CaseResult, Check
+
+D = 5_000_000  # ns: far above an answer's latency here, small enough for a quick test
+LINES = {0: "eventfd", 1: "pipe", 2: "pty"}
+SCENARIOS = "abcde"
+# A generous timeout: a lost edge in these tests must mean "no answer", never
+# "a slow machine" (the mute test sets its own short one).
+SLOW_OK = "timeout_ms=20000"
+
+
+def case_of(result, case_id: str = "RSP-IO") -> CaseResult:  # type: ignore[no-untyped-def]
+    case: CaseResult | None = result.run.case(case_id)
+    assert case is not None, result.stderr
+    return case
+
+
+def checks(case: CaseResult) -> dict[str, Check]:
+    return {c.name: c for c in case.checks}
+
+
+def edge_samples(case: CaseResult, edge: str, scenario: str, line: str) -> np.ndarray:
+    s = case.find(edge, {"scenario": scenario, "line": line})
+    assert s is not None, (edge, scenario, line)
+    if s.n == 0:
+        return np.zeros(0)
+    assert s.samples is not None and len(s.samples) == s.n, (edge, scenario, line)
+    return np.asarray(s.samples)
+
+
+def counts(detail: str) -> tuple[int, int, int]:
+    m = re.search(r"(\d+) edges, (\d+) answered .*?, (\d+) lost", detail)
+    assert m, detail
+    sent, answered, lost = (int(x) for x in m.groups())
+    return sent, answered, lost
+
+
+@pytest.mark.parametrize("line", sorted(LINES))
+def test_each_software_line_answers_every_edge(test_agent: Path, run_agent, line: int) -> None:  # type: ignore[no-untyped-def]
+    # The pty's answers pass through a kernel worker at normal priority,
+    # which a real-time polling loop may starve: the handler scenario (e)
+    # leaves it the CPU; a and e for the others.
+    scen = "4" if line == 2 else "0,4"
+    r = run_agent(test_agent, [f"RSP-IO:line={line}:scenario={scen}:count=40:{SLOW_OK}"])
+    case = case_of(r)
+    got = checks(case)
+    name = LINES[line]
+    assert case.outcome == "passed", got
+    assert got["same_clock"].verdict == "pass"
+    assert f"over a {name} line" in got["stimulator"].detail
+    for idx in scen.split(","):
+        s = SCENARIOS[int(idx)]
+        sent, answered, lost = counts(got[f"{s}_{name}_edges"].detail)
+        assert (sent, answered, lost) == (40, 40, 0)
+        rising = edge_samples(case, "rising", s, name)
+        falling = edge_samples(case, "falling", s, name)
+        assert len(rising) == len(falling) == 20  # rising and falling alternate
+        assert (rising > 0).all() and (falling > 0).all()
+
+
+@pytest.mark.realtime
+def test_injected_delay_moves_every_sample(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+    args = f"RSP-IO:line=1:count=30:{SLOW_OK}"
+    plain = case_of(run_agent(test_agent, [args]))
+    slow = case_of(run_agent(test_agent, ["--inject", f"line_delay={D}", args]))
+    assert plain.outcome == slow.outcome == "passed"
+    for s in SCENARIOS:
+        for edge in ("rising", "falling"):
+            p = edge_samples(plain, edge, s, "pipe")
+            v = edge_samples(slow, edge, s, "pipe")
+            assert len(v) == len(p) == 15
+            # The delay sits between seeing the edge and answering it...
+            assert v.min() >= D, (s, edge)
+            # ...and the plain run does not have it: the negative control.
+            assert np.median(p) < D, (s, edge)
+            # The median moves by about D, not by much more.
+            assert np.median(v) - np.median(p) < 3 * D, (s, edge)
+
+
+def test_no_answer_is_lost_never_a_zero(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+    r = run_agent(
+        test_agent,
+        ["--inject", "line_mute=1", "RSP-IO:line=1:scenario=0,4:count=6:timeout_ms=20"],
+    )
+    case = case_of(r)
+    got = checks(case)
+    assert case.outcome == "failed" and r.code == 1
+    for s in "ae":
+        check = got[f"{s}_pipe_edges"]
+        assert check.verdict == "fail"
+        assert counts(check.detail) == (6, 0, 6)
+        assert "rising 3, falling 3" in check.detail.split("lost", 1)[1]
+        for edge in ("rising", "falling"):
+            assert len(edge_samples(case, edge, s, "pipe")) == 0
+
+
+def test_clock_check_fails_on_a_skewed_stimulator(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+    args = "RSP-IO:line=1:scenario=4:count=4"
+    plain = checks(case_of(run_agent(test_agent, [args])))
+    assert plain["same_clock"].verdict == "pass"
+    # One second ahead: no ping's round trip is that long.
+    skewed = checks(case_of(run_agent(test_agent, ["--inject", "stim_skew=1000000000", args])))
+    assert skewed["same_clock"].verdict == "fail"
+    assert re.search(r"(\d+) of 16 outside", skewed["same_clock"].detail)
+    assert "0 of 16 outside" not in skewed["same_clock"].detail
+
+
+def test_missing_stimulator_is_skipped_with_the_reason(
+    test_agent: Path, run_agent, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("RTB_STIM", str(tmp_path / "no-such-stim"))
+    case = case_of(run_agent(test_agent, ["RSP-IO:line=1:scenario=0:count=2"]))
+    assert case.outcome == "skipped"
+    assert "no stimulator program" in checks(case)["stimulator"].detail
