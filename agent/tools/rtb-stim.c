@@ -14,7 +14,10 @@
  * (an output offset wired to the agent's input) and --sense (an input
  * offset wired to the agent's output), through the GPIO character device
  * uAPI v2; the sense edge's time is the kernel's event timestamp
- * (CLOCK_MONOTONIC).
+ * (CLOCK_MONOTONIC). With --sim 1 the chip is a gpio-sim chip, which has no
+ * wires between lines: --drive and --sense are then the agent's own input
+ * and output, driven through the input's simulated pull and read back from
+ * the output's value (sysfs), the agent's side staying the full uAPI path.
  *
  * Commands on stdin, one per line; replies on stdout:
  *   clock K        K pings: "p" out, "a NS" (the agent's clock) back; then
@@ -54,6 +57,8 @@ typedef struct stim {
     int edge_fd, answer_fd;
     int64_t skew;
     int level;      /* the level last driven */
+    int sim;        /* gpio-sim: drive by the input's pull, sense its output's value */
+    int sensed;     /* gpio-sim: the output's last value read */
 } stim;
 
 static int64_t now(const stim *s)
@@ -89,6 +94,10 @@ static int drive(stim *s, int level)
         uint64_t v = (uint64_t)level + 1;
         return write(s->edge_fd, &v, sizeof v) == (ssize_t)sizeof v ? 0 : -1;
     }
+    if (s->sim) {
+        const char *pull = level ? "pull-up" : "pull-down";
+        return pwrite(s->edge_fd, pull, strlen(pull), 0) > 0 ? 0 : -1;
+    }
 #ifdef __linux__
     if (s->kind == GPIO) {
         struct gpio_v2_line_values v = {.bits = (uint64_t)level, .mask = 1};
@@ -104,6 +113,14 @@ static int drive(stim *s, int level)
 static int answer(stim *s, int *level, int64_t *when)
 {
     *when = 0;
+    if (s->sim) {
+        char c;
+        if (pread(s->answer_fd, &c, 1, 0) != 1 || (c != '0' && c != '1') || c - '0' == s->sensed)
+            return 0;
+        s->sensed = c - '0';
+        *level = s->sensed;
+        return 1;
+    }
     if (s->kind == EVENTFD) {
         uint64_t v;
         if (read(s->answer_fd, &v, sizeof v) != (ssize_t)sizeof v)
@@ -285,6 +302,8 @@ int main(int argc, char **argv)
             drive_off = (unsigned)atoi(v);
         } else if (!strcmp(k, "--sense")) {
             sense_off = (unsigned)atoi(v);
+        } else if (!strcmp(k, "--sim")) {
+            s.sim = atoi(v);
         } else if (!strcmp(k, "--skew")) {
             s.skew = atoll(v);
         } else {
@@ -295,7 +314,25 @@ int main(int argc, char **argv)
 #ifdef __linux__
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the agent */
 #endif
-    if (s.kind == GPIO) {
+    if (s.kind == GPIO && s.sim) {
+        /* gpio-sim has no wires between lines: the agent's own input is
+         * driven through its simulated pull, its output read back. */
+        const char *dev = chip ? strrchr(chip, '/') : NULL;
+        char path[160];
+        snprintf(path, sizeof path, "/sys/bus/gpio/devices/%s/sim_gpio%u/pull",
+                 dev ? dev + 1 : "?", drive_off);
+        s.edge_fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (s.edge_fd >= 0)
+            drive(&s, 0);
+        snprintf(path, sizeof path, "/sys/bus/gpio/devices/%s/sim_gpio%u/value",
+                 dev ? dev + 1 : "?", sense_off);
+        s.answer_fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (s.edge_fd < 0 || s.answer_fd < 0) {
+            printf("error gpio-sim lines %u and %u of %s: %s\n", drive_off, sense_off,
+                   chip ? chip : "(no --chip)", strerror(errno));
+            return 1;
+        }
+    } else if (s.kind == GPIO) {
 #ifdef __linux__
         if (!chip || (s.edge_fd = gpio_line(chip, drive_off, GPIO_V2_LINE_FLAG_OUTPUT)) < 0 ||
             (s.answer_fd = gpio_line(chip, sense_off, GPIO_V2_LINE_FLAG_INPUT |

@@ -12,7 +12,11 @@ comparisons between runs of the same build.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -131,3 +135,71 @@ def test_missing_stimulator_is_skipped_with_the_reason(
     case = case_of(run_agent(test_agent, ["RSP-IO:line=1:scenario=0:count=2"]))
     assert case.outcome == "skipped"
     assert "no stimulator program" in checks(case)["stimulator"].detail
+
+
+# ---- GPIO through a gpio-sim chip -------------------------------------------
+
+CONFIGFS = Path("/sys/kernel/config")
+GPIO_SIM = CONFIGFS / "gpio-sim"
+
+
+def gpio_sim_unavailable() -> str:
+    """Why no gpio-sim chip can be made here ('' when one can)."""
+    if os.geteuid() != 0:
+        return "needs root (configfs)"
+    if not GPIO_SIM.is_dir() and shutil.which("modprobe"):
+        subprocess.run(["modprobe", "gpio-sim"], capture_output=True, check=False, timeout=60)
+    if not CONFIGFS.is_dir():
+        return "no configfs at /sys/kernel/config (kernel without CONFIG_CONFIGFS_FS)"
+    if not os.path.ismount(CONFIGFS):
+        subprocess.run(["mount", "-t", "configfs", "none", str(CONFIGFS)], check=False)
+    if not GPIO_SIM.is_dir():
+        how = "no modprobe here" if not shutil.which("modprobe") else "modprobe gpio-sim failed"
+        return f"no gpio-sim in this kernel ({how}; /sys/kernel/config/gpio-sim absent)"
+    return ""
+
+
+@pytest.fixture
+def gpio_sim_chip() -> Iterator[str]:
+    """A live gpio-sim chip with two lines: its /dev name (gpiochipN)."""
+    why = gpio_sim_unavailable()
+    if why:
+        pytest.skip(f"GPIO: {why}; the software lines are tested instead")
+    dev = GPIO_SIM / f"rtbench-{os.getpid()}"
+    bank = dev / "gpio-bank0"
+    bank.mkdir(parents=True)
+    try:
+        (bank / "num_lines").write_text("2")
+        (dev / "live").write_text("1")
+        yield (bank / "chip_name").read_text().strip()
+    finally:
+        if (dev / "live").exists():
+            (dev / "live").write_text("0")
+        bank.rmdir()
+        dev.rmdir()
+
+
+def test_gpio_sim_full_uapi_path(test_agent: Path, run_agent, gpio_sim_chip: str) -> None:  # type: ignore[no-untyped-def]
+    n = int(gpio_sim_chip.removeprefix("gpiochip"))
+    gpio = f"gpio_chip={n}:gpio_in=0:gpio_out=1:gpio_drive=0:gpio_sense=1"
+    r = run_agent(test_agent, [f"RSP-IO:line=3:scenario=0,4:count=20:{gpio}:{SLOW_OK}"])
+    case = case_of(r)
+    got = checks(case)
+    assert case.outcome == "passed", got
+    for s in "ae":
+        assert counts(got[f"{s}_gpio_edges"].detail) == (20, 20, 0)
+        for edge in ("rising", "falling"):
+            assert (edge_samples(case, edge, s, "gpio") > 0).all()
+    # And the negative control on the same chip: an agent that never answers.
+    r = run_agent(
+        test_agent,
+        ["--inject", "line_mute=1", f"RSP-IO:line=3:scenario=4:count=4:{gpio}:timeout_ms=50"],
+    )
+    assert counts(checks(case_of(r))["e_gpio_edges"].detail) == (4, 0, 4)
+
+
+def test_gpio_absent_is_skipped_with_the_reason(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+    r = run_agent(test_agent, ["RSP-IO:line=3:gpio_chip=250:scenario=0:count=2"])
+    case = case_of(r)
+    assert case.outcome == "skipped"
+    assert "no GPIO chip at /dev/gpiochip250" in checks(case)["gpio_line"].detail

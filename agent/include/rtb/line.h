@@ -47,7 +47,9 @@ const char *rtb_line_kind_name(int kind);
 /* Opens the agent's side. `where` is only read for RTB_LINE_GPIO:
  * "CHIP:IN:OUT:DRIVE:SENSE" (e.g. "/dev/gpiochip0:3:4:5:6": the agent's
  * input 3 and output 4; the stimulator drives 5, wired to 3, and senses 6,
- * wired to 4). Both levels start at 0. RTB_ENOTSUP: this kind does not exist here;
+ * wired to 4; DRIVE = IN and SENSE = OUT: a gpio-sim chip, whose lines have
+ * no wires, driven through the input's simulated pull). Both levels start
+ * at 0. RTB_ENOTSUP: this kind does not exist here;
  * `why` (may be NULL) says why in words. */
 int rtb_line_open(rtb_line *l, int kind, const char *where, char *why, size_t whycap);
 int rtb_line_close(rtb_line *l);

@@ -42,6 +42,7 @@ typedef struct {
     atomic_int level;         /* the input's last known level */
     char chip[48];            /* GPIO: the chip's path */
     unsigned drive, sense;    /* GPIO: the stimulator's offsets */
+    unsigned in_off, out_off; /* GPIO: the agent's offsets */
 } posix_line;
 
 typedef struct {
@@ -136,6 +137,8 @@ static int open_gpio(posix_line *p, const char *where, char *why, size_t cap)
         return RTB_EINVAL;
     }
     snprintf(p->chip, sizeof p->chip, "%s", chip);
+    p->in_off = in;
+    p->out_off = out;
     if (access(chip, F_OK) != 0)
         return say(why, cap, RTB_ENOTSUP, "no GPIO chip at %s", chip);
     if (gpio_request(chip, in, GPIO_V2_LINE_FLAG_INPUT | GPIO_V2_LINE_FLAG_EDGE_RISING |
@@ -407,6 +410,9 @@ int rtb_stim_start(rtb_stim *s, rtb_line *l, int cpu, const char *extra, char *w
         argv[n++] = drive;
         argv[n++] = "--sense";
         argv[n++] = sense;
+        /* The same lines on both sides: a gpio-sim chip (no wires). */
+        argv[n++] = "--sim";
+        argv[n++] = p->drive == p->in_off && p->sense == p->out_off ? "1" : "0";
     } else {
         argv[n++] = "--edge-fd";
         argv[n++] = "3";
