@@ -3,7 +3,9 @@ runs the agent and parses what it wrote, and the one policy for tests that
 need real-time priority: `@pytest.mark.realtime` skips them, with the
 reason, where SCHED_FIFO is refused (docs/outcomes.md); likewise
 `@pytest.mark.root("what needs it")` for tests that need root (mounting,
-starting sshd, dropping privileges, tracefs)."""
+starting sshd, dropping privileges, tracefs). `pg_server` is a real
+PostgreSQL server for the session (tests/pgserver.py); `store_at` is an
+empty store on SQLite and, again, on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -11,11 +13,13 @@ import functools
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pgserver
 import pytest
+from stores import StoreAt
 
 from rtbench.build import ensure_agent
 from rtbench.model import Run
@@ -69,6 +73,34 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "runs.sqlite"
     monkeypatch.setenv("RTBENCH_DB", str(path))
     return path
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[pgserver.PostgresServer]:
+    """A PostgreSQL server for the whole session, killed at its end."""
+    why = pgserver.missing()
+    if why:
+        if pgserver.required():
+            pytest.fail(f"{pgserver.REQUIRE_ENV} is set, but {why}")
+        pytest.skip(f"PostgreSQL tests: {why}")
+    server = pgserver.PostgresServer()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        server.remove()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_at(request: pytest.FixtureRequest, tmp_path: Path) -> StoreAt:
+    """An empty store, once on SQLite and once on PostgreSQL (a new database)."""
+    if request.param == "sqlite":
+        path = tmp_path / "s.sqlite"
+        return StoreAt("sqlite", str(path), path=path)
+    server: pgserver.PostgresServer = request.getfixturevalue("pg_server")
+    name = server.create_database()
+    return StoreAt("postgresql", server.url(name), server=server, dbname=name)
 
 
 def pytest_report_header() -> str:

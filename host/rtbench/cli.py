@@ -37,12 +37,13 @@ from rtbench.store import StoreError, default_store_path
 @click.version_option(__version__, prog_name="rtbench")
 @click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="PATH|URL",
     default=None,
-    help=f"Run store (default: $RTBENCH_DB or {default_store_path()}).",
+    help="Run store: an SQLite file or a postgresql:// URL "
+    f"(default: $RTBENCH_DB or {default_store_path()}).",
 )
 @click.pass_context
-def main(ctx: click.Context, db: Path | None) -> None:
+def main(ctx: click.Context, db: str | None) -> None:
     """Measure and compare the real-time performance of operating systems."""
     ctx.ensure_object(dict)
     ctx.obj["db"] = db

@@ -1,7 +1,8 @@
 """The journal: the raw stream of a run on disk as it arrives.
 
 A measuring host writes every line the agent sends to a journal file beside
-the store (`<store>.journals/`) and syncs it at each case's `end`, so a host
+the store (`<store>.journals/`; for a PostgreSQL store, in the user's data
+directory) and syncs it at each case's `end`, so a host
 killed by SIGKILL, the OOM killer or a power cut leaves a file from which the
 next `rtbench` stores every finished case (`rtbench.recovery`). The first
 line is a header (`#rtbench-journal {json}`: store, pid, labels, host probe);
@@ -27,14 +28,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from rtbench.store.location import StoreLocation, locate
+
 HEADER = b"#rtbench-journal "
 SAVING = b"#rtbench-saving"
 SUFFIX = ".journal"
 FORMAT = 1
 
 
-def journal_dir(store_path: Path) -> Path:
-    return store_path.parent / f"{store_path.name}.journals"
+def journal_dir(store: Path | StoreLocation) -> Path:
+    """Where this host journals the runs it measures for `store`: beside an
+    SQLite file; for a database server, in the user's data directory."""
+    return locate(store).journal_dir
 
 
 def fallback_dir() -> Path:
@@ -77,14 +82,14 @@ class Journal:
 
     @classmethod
     def create(
-        cls, store_path: Path, header: dict[str, Any], warn: Callable[[str], None]
+        cls, store: Path | StoreLocation, header: dict[str, Any], warn: Callable[[str], None]
     ) -> Journal | None:
-        """A new journal in the store's directory, else in the fallback one;
-        None (after a warning) when neither can be written."""
-        meta = {"format": FORMAT, "pid": os.getpid(), "store": str(store_path.resolve()), **header}
+        """A new journal in the store's journal directory, else in the
+        fallback one; None (after a warning) when neither can be written."""
+        meta = {"format": FORMAT, "pid": os.getpid(), "store": locate(store).key, **header}
         line = HEADER + json.dumps(meta, separators=(",", ":")).encode() + b"\n"
         problems: list[str] = []
-        for directory in (journal_dir(store_path), fallback_dir()):
+        for directory in (journal_dir(store), fallback_dir()):
             try:
                 journal = cls._open_in(directory, line)
             except OSError as e:
@@ -253,10 +258,10 @@ def claimed(path: Path) -> Iterator[bool]:
         os.close(fd)
 
 
-def candidates(store_path: Path) -> list[Path]:
+def candidates(store: Path | StoreLocation) -> list[Path]:
     """Journals that may belong to this store, oldest first."""
     found: list[Path] = []
-    for directory in (journal_dir(store_path), fallback_dir()):
+    for directory in (journal_dir(store), fallback_dir()):
         with contextlib.suppress(OSError):
             found += sorted(directory.glob(f"*{SUFFIX}"))
     return found

@@ -35,7 +35,7 @@ from rtbench.journal import Journal, is_journal_line, read_header
 from rtbench.model import Run
 from rtbench.session import Interrupted, collect
 from rtbench.session import Progress as RunProgress
-from rtbench.store import Store, StoreError
+from rtbench.store import Store, StoreBusy, StoreError, StoreLocation, busy_timeout
 from rtbench.stream import Record
 from rtbench.transports import ReplayTransport, Transport
 
@@ -132,8 +132,9 @@ class StopSignals:
 @dataclass
 class Plan:
     """What to measure and how to label it; `target` and `target_meta` come
-    from the target (`rtbench.targets`), `store_path` None means no journal
-    (the run is not to be stored)."""
+    from the target (`rtbench.targets`), `store_path` (the store: an SQLite
+    file or a PostgreSQL database) None means no journal (the run is not to
+    be stored)."""
 
     args: list[str]
     labels: dict[str, str] = field(default_factory=dict)
@@ -144,7 +145,7 @@ class Plan:
     trace: bool = False
     trace_cpu: int | None = None
     save_stream: Path | None = None
-    store_path: Path | None = None
+    store_path: Path | StoreLocation | None = None
 
 
 class TargetLike(Protocol):
@@ -170,7 +171,7 @@ class Measured:
     run: Run
     journal: Journal | None = None
     stream_error: str | None = None  # --save-stream could not be written
-    store_path: Path | None = None
+    store_path: Path | StoreLocation | None = None
 
 
 @dataclass
@@ -279,7 +280,9 @@ def read_stream(path: Path) -> Run:
     return run
 
 
-def store_run(measured: Measured, say: Say = _quiet, store_path: Path | None = None) -> Saved:
+def store_run(
+    measured: Measured, say: Say = _quiet, store_path: Path | StoreLocation | None = None
+) -> Saved:
     """Stores the run; a busy store is retried with backoff. When the store
     cannot take it, the journal is kept as a named stream file instead."""
     path = store_path or measured.store_path
@@ -293,9 +296,9 @@ def store_run(measured: Measured, say: Say = _quiet, store_path: Path | None = N
                 store.save(measured.run)
         except StoreError as e:
             error = str(e)
-            if _busy(error) and attempt + 1 < SAVE_ATTEMPTS:
+            if isinstance(e, StoreBusy) and attempt + 1 < SAVE_ATTEMPTS:
                 wait = store_timeout() * 2**attempt
-                say(f"the store is busy (another process is writing): trying again in {wait:g} s")
+                say(f"the store is busy or out of reach ({e}): trying again in {wait:g} s")
                 time.sleep(wait)
                 continue
             break
@@ -309,11 +312,6 @@ def store_run(measured: Measured, say: Say = _quiet, store_path: Path | None = N
     return Saved(None, error, kept)
 
 
-def _busy(message: str) -> bool:
-    return "locked" in message or "busy" in message
-
-
 def store_timeout() -> float:
-    from rtbench.store.sqlite import busy_timeout
-
+    """Seconds before the first retry of a busy store ($RTBENCH_DB_TIMEOUT)."""
     return busy_timeout()

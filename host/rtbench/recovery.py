@@ -33,8 +33,8 @@ class Recovered:
 def recover(store: Store, say: Callable[[str], None]) -> list[Recovered]:
     """Stores every abandoned journal of `store`; says what it did."""
     done: list[Recovered] = []
-    mine = str(store.path.resolve())
-    for path in candidates(store.path):
+    mine = store.location.key
+    for path in candidates(store.location):
         try:
             header = read_header(path)
         except OSError:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
+from stores import StoreAt
 
 from rtbench.cli import main
 from rtbench.model import CaseResult, Check, Histogram, Run, Series
@@ -93,12 +94,12 @@ def odd_run() -> Run:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> str:
-    path = tmp_path / "db.sqlite"
-    with Store(path) as store:
+def db(store_at: StoreAt) -> str:
+    """A store (SQLite, then PostgreSQL) holding two out-of-spec runs."""
+    with store_at.open() as store:
         store.save(odd_run())
         store.save(odd_run())
-    return str(path)
+    return store_at.where
 
 
 def no_crash(result: Result) -> None:

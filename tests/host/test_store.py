@@ -1,27 +1,23 @@
-"""The SQLite run store: round trip, listing, references, deletion, migrations."""
+"""The run store on SQLite and on PostgreSQL alike (the `store_at` fixture):
+round trip, listing, labels, references, deletion (test_store_schema.py:
+locations, migrations, concurrent writers)."""
 
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import platformdirs
 import pytest
+from stores import StoreAt, simple_run
 
 from rtbench.model import CaseResult, Check, Histogram, Run, Series, StreamIssue, Warning
 from rtbench.store import (
     Store,
     StoreError,
     decode_samples,
-    default_store_path,
     encode_samples,
-    schema,
 )
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
@@ -119,10 +115,16 @@ def rich_run() -> Run:
             StreamIssue("duplicate", "seq 4 again"),
         ],
         bye={"result": "failed", "records": 57},
-        log=["[    0.1] boot", "", "ünï \"quoted\" 'line'", "bad byte \udcff here"],
+        log=[
+            "[    0.1] boot",
+            "",
+            "ünï \"quoted\" 'line'",
+            "bad byte \udcff here",
+            "nul \x00 byte",
+        ],
         started_at="2024-05-01T12:00:00Z",
         target="ssh:box",
-        labels={"os": 'Linux "rt" ’ü’', "note": "it's; DROP TABLE runs;--"},
+        labels={"os": 'Linux "rt" ’ü’', "note": "it's; DROP TABLE runs;--", "\x01k": "\x01{}"},
         machine={"cpu": {"model": "Xeon", "count": 2}, "mem": 2**40},
         source="ingest FILE",
     )
@@ -144,39 +146,19 @@ def plain(obj: Any) -> Any:
     return obj
 
 
-def simple_run(**labels: str) -> Run:
-    return Run(
-        hello={"os": {"release": "6.6.0"}, "realtime": {"ok": False}},
-        cases=[CaseResult("CAL-TIMER", outcome="passed")],
-        bye={"result": "passed", "records": 3},
-        labels=dict(labels),
-    )
-
-
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store(tmp_path / "s.sqlite") as s:
+def store(store_at: StoreAt) -> Iterator[Store]:
+    with store_at.open() as s:
         yield s
 
 
-@contextmanager
-def raw(path: Path) -> Iterator[sqlite3.Connection]:
-    """A plain sqlite3 connection that commits and closes."""
-    db = sqlite3.connect(path)
-    try:
-        with db:
-            yield db
-    finally:
-        db.close()
-
-
-def count_rows(path: Path, run_id: int) -> dict[str, int]:
-    with raw(path) as db:
+def count_rows(at: StoreAt, run_id: int) -> dict[str, int]:
+    with at.raw() as db:
         return {
-            t: db.execute(
+            t: db.one(
                 f"SELECT count(*) FROM {t} WHERE {'id' if t == 'runs' else 'run_id'} = ?",
                 (run_id,),
-            ).fetchone()[0]
+            )
             for t in TABLES
         }
 
@@ -213,7 +195,8 @@ def test_round_trip_details(store: Store) -> None:
     assert [w.case for w in loaded.warnings] == [None, "THR-SW"]
     assert [w.case for w in loaded.cases[1].warnings] == ["THR-SW", None]
     assert [i.line for i in loaded.issues] == [12, None]
-    assert loaded.log[3] == "bad byte \udcff here"
+    assert loaded.log[3] == "bad byte \udcff here" and loaded.log[4] == "nul \x00 byte"
+    assert loaded.labels["\x01k"] == "\x01{}"
     assert loaded.hello["params"]["lone"] == "\ud800"
     assert loaded.outcome == run.outcome == "failed"
     assert loaded.t_std_ns == 20.0
@@ -231,7 +214,7 @@ def test_samples_encoding_round_trips_and_compresses() -> None:
         encode_samples(np.array([1.5]))
 
 
-def test_bad_values_are_refused_and_leave_nothing(store: Store) -> None:
+def test_bad_values_are_refused_and_leave_nothing(store: Store, store_at: StoreAt) -> None:
     run = rich_run()
     run.labels[""] = "empty key"
     with pytest.raises(StoreError, match="label key"):
@@ -242,7 +225,7 @@ def test_bad_values_are_refused_and_leave_nothing(store: Store) -> None:
         store.save(run)
     assert run.id is None
     assert store.list_runs() == []
-    assert count_rows(store.path, 1) == dict.fromkeys(TABLES, 0)
+    assert count_rows(store_at, 1) == dict.fromkeys(TABLES, 0)
 
 
 def test_every_wire_integer_round_trips_exactly(store: Store) -> None:
@@ -266,17 +249,19 @@ def test_every_wire_integer_round_trips_exactly(store: Store) -> None:
     )
 
 
-def test_a_crash_mid_save_leaves_no_half_run(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_crash_mid_save_leaves_no_half_run(
+    store: Store, store_at: StoreAt, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def crash(samples: Any) -> Any:
         raise KeyboardInterrupt  # as if the user hit ^C while the run was written
 
-    monkeypatch.setattr("rtbench.store.sqlite.encode_samples", crash)
+    monkeypatch.setattr("rtbench.store.rows.encode_samples", crash)
     run = rich_run()
     with pytest.raises(KeyboardInterrupt):
         store.save(run)
     monkeypatch.undo()
     assert store.list_runs() == []
-    assert count_rows(store.path, 1) == dict.fromkeys(TABLES, 0)
+    assert count_rows(store_at, 1) == dict.fromkeys(TABLES, 0)
     assert store.save(simple_run()) >= 1  # the connection is still usable
 
 
@@ -358,14 +343,14 @@ def test_resolve_rejects_what_is_no_reference(store: Store, ref: str) -> None:
 # --- deletion ------------------------------------------------------------
 
 
-def test_delete_cascades(store: Store) -> None:
+def test_delete_cascades(store: Store, store_at: StoreAt) -> None:
     rich = rich_run()
     first = store.save(rich)
     rich2 = rich_run()
     second = store.save(rich2)
-    assert all(n > 0 for n in count_rows(store.path, first).values())
+    assert all(n > 0 for n in count_rows(store_at, first).values())
     store.delete(first)
-    assert count_rows(store.path, first) == dict.fromkeys(TABLES, 0)
+    assert count_rows(store_at, first) == dict.fromkeys(TABLES, 0)
     assert plain(store.load(second)) == plain(rich2)
     with pytest.raises(StoreError, match=rf"no run '{first}'.*ids {second}\b"):
         store.load(first)
@@ -377,156 +362,3 @@ def test_ids_are_not_reused_after_delete(store: Store) -> None:
     ids = [store.save(simple_run()) for _ in range(3)]
     store.delete(ids[-1])
     assert store.save(simple_run()) == ids[-1] + 1
-
-
-# --- file, path, schema --------------------------------------------------
-
-
-def test_default_store_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("RTBENCH_DB", raising=False)
-    assert default_store_path() == platformdirs.user_data_path("rtbench") / "rtbench.sqlite"
-    monkeypatch.setenv("RTBENCH_DB", str(tmp_path / "env.sqlite"))
-    assert default_store_path() == tmp_path / "env.sqlite"
-    assert default_store_path(tmp_path / "x.sqlite") == tmp_path / "x.sqlite"
-    with Store() as s:
-        assert s.path == tmp_path / "env.sqlite"
-    assert (tmp_path / "env.sqlite").exists()
-
-
-def test_open_creates_directories_and_uses_wal(tmp_path: Path) -> None:
-    path = tmp_path / "a" / "b" / "runs.sqlite"
-    with Store(path) as s:
-        assert s.schema_version == len(schema.MIGRATIONS)
-    with raw(path) as db:
-        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-
-
-def test_two_stores_on_one_file(tmp_path: Path) -> None:
-    path = tmp_path / "shared.sqlite"
-    with Store(path) as one, Store(path) as two:
-        a = one.save(simple_run(by="one"))
-        assert [r.id for r in two.list_runs()] == [a]
-        b = two.save(simple_run(by="two"))
-        assert one.resolve("latest") == b
-        assert one.load(b).labels == {"by": "two"}
-
-
-def test_concurrent_first_open_and_saves(tmp_path: Path) -> None:
-    path = tmp_path / "busy.sqlite"
-    saved: list[int] = []
-    errors: list[BaseException] = []
-    start = threading.Barrier(4)
-
-    def worker() -> None:
-        try:
-            start.wait()
-            with Store(path) as s:
-                for _ in range(5):
-                    saved.append(s.save(simple_run()))
-        except BaseException as e:  # surfaced below: threads swallow them
-            errors.append(e)
-
-    threads = [threading.Thread(target=worker) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
-    assert sorted(saved) == list(range(1, 21))
-    with Store(path) as s:
-        assert len(s.list_runs()) == 20
-
-
-def build_version_1(path: Path) -> None:
-    """A database as the first rtbench wrote it, built without the Store."""
-    with raw(path) as db:
-        for statement in schema.V1:
-            db.execute(statement)
-        db.execute(
-            "INSERT INTO runs VALUES (7, '2024-01-01T00:00:00Z', 'local', 'run', 'passed',"
-            " 1, 1, '6.1', 0, '{}', '{\"result\":\"passed\",\"records\":2}', '{}')"
-        )
-        db.execute("INSERT INTO labels VALUES (7, 'old', 'yes')")
-        db.execute(
-            "INSERT INTO cases VALUES (7, 0, 'A', 'old case', '{}', 'passed', 9223372036854775807,"
-            " '')"
-        )
-        db.execute(
-            "INSERT INTO series VALUES (7, 0, 0, 'A', 's', '{}', '', 'ns', 3, -9223372036854775808,"
-            " 12, '18446744073709551621', 0, 1, NULL, NULL, NULL, NULL)"
-        )
-        db.execute("INSERT INTO checks VALUES (7, 0, 0, 'A', 'c', 'pass', '')")
-        db.execute("PRAGMA user_version = 1")
-
-
-def add_note_column(conn: sqlite3.Connection) -> None:
-    conn.execute("ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT ''")
-    conn.execute("UPDATE runs SET note = 'migrated'")
-
-
-def test_migration_from_version_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "old.sqlite"
-    build_version_1(path)
-    latest = len(schema.MIGRATIONS) + 1
-    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, add_note_column])
-    with Store(path) as s:
-        assert s.schema_version == latest
-        assert [(r.id, r.labels) for r in s.list_runs()] == [(7, {"old": "yes"})]
-        old = s.load(7)
-        assert old.bye == {"result": "passed", "records": 2}
-        # Version 2 turned the INTEGER figures into exact TEXT, children kept.
-        (case,) = old.cases
-        assert (case.title, case.duration_ns, len(case.checks)) == ("old case", I64_MAX, 1)
-        got = case.series[0]
-        assert (got.n, got.min, got.max, got.sum, got.holes) == (3, I64_MIN, 12, 2**64 + 5, 1)
-        assert s.save(simple_run()) == 8
-    with raw(path) as db:
-        assert db.execute("SELECT note FROM runs WHERE id = 7").fetchone() == ("migrated",)
-    with Store(path) as s:
-        s.delete(7)  # the rebuilt tables still cascade
-    with raw(path) as db:
-        assert db.execute("SELECT count(*) FROM series WHERE run_id = 7").fetchone() == (0,)
-        assert db.execute("PRAGMA foreign_key_check").fetchall() == []
-    with Store(path) as s:  # already at the latest: nothing runs again
-        assert s.schema_version == latest
-
-
-def test_failed_migration_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "old.sqlite"
-    build_version_1(path)
-
-    def half_done(conn: sqlite3.Connection) -> None:
-        conn.execute("CREATE TABLE extra (x INTEGER)")
-        conn.execute("DELETE FROM runs")
-        raise RuntimeError("disk on fire")
-
-    n = len(schema.MIGRATIONS)
-    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, half_done])
-    with pytest.raises(StoreError, match=rf"from schema {n} to {n + 1} failed \(disk on fire\)"):
-        Store(path)
-    with raw(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (1,)
-        assert db.execute("SELECT id FROM runs").fetchall() == [(7,)]
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
-        assert "extra" not in tables
-
-
-def test_newer_schema_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "new.sqlite"
-    build_version_1(path)
-    with raw(path) as db:
-        db.execute(f"PRAGMA user_version = {len(schema.MIGRATIONS) + 1}")
-    with pytest.raises(StoreError, match=r"created by a newer rtbench.*upgrade"):
-        Store(path)
-
-
-def test_foreign_files_are_refused(tmp_path: Path) -> None:
-    other = tmp_path / "other.sqlite"
-    with raw(other) as db:
-        db.execute("CREATE TABLE mine (x)")
-    with pytest.raises(StoreError, match="not an rtbench store"):
-        Store(other)
-    junk = tmp_path / "junk.sqlite"
-    junk.write_bytes(b"this is not a database at all" * 100)
-    with pytest.raises(StoreError, match="not a database"):
-        Store(junk)

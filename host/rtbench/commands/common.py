@@ -11,7 +11,8 @@ import click
 from rich.console import Console
 
 from rtbench.io.atomic import OutputError, check_writable
-from rtbench.store import Store, StoreError, default_store_path
+from rtbench.store import Store, StoreError, StoreLocation, locate
+from rtbench.store.location import LocationError
 
 EXIT = {"passed": 0, "failed": 1, "error": 2}
 
@@ -42,8 +43,13 @@ def say(message: str) -> None:
     err.print(message, highlight=False, markup=False, soft_wrap=True)
 
 
-def store_path(ctx: click.Context) -> Path:
-    return default_store_path(ctx.obj["db"])
+def store_path(ctx: click.Context) -> StoreLocation:
+    """The store the command uses (--db, else $RTBENCH_DB, else the default
+    file): an SQLite file or a PostgreSQL database."""
+    try:
+        return locate(ctx.obj["db"])
+    except LocationError as e:
+        fail(str(e))
 
 
 def open_store(ctx: click.Context, recover: bool = True) -> Store:

@@ -34,8 +34,7 @@ from rtbench.model import (
 
 # An export's histogram object is the store's JSON form of one: both share
 # the store's (de)serialisers.
-from rtbench.store.sqlite import _hist as hist_from_dict
-from rtbench.store.sqlite import _hist_dict as hist_dict
+from rtbench.store.codec import hist_dict, hist_from_dict
 from rtbench.stream import schema
 
 _ANY_INT = schema.integer(-(2**200), 2**200)  # derived counts (holes) may pass uint64

@@ -1,24 +1,43 @@
-"""The store's schema, as an ordered list of migrations.
+"""The store's schema, as an ordered list of migrations, for every backend.
 
 `MIGRATIONS[i]` turns a database of schema version `i` into version `i + 1`;
-the code's schema version is `len(MIGRATIONS)`. Version 0 is an empty file.
-The mechanism that runs them (one transaction, `PRAGMA user_version`) is
-`rtbench.store.sqlite`; this module only says what each version is.
+the code's schema version is `len(MIGRATIONS)`. Version 0 is an empty
+database. The runner (one transaction, the version kept by the backend) is
+`rtbench.store.backend.migrate`; this module only says what each version is.
 
-Rules for adding a migration: append, never edit or reorder a released one
-(databases in the field were built by it); do not run `executescript` or
-`COMMIT` (the runner holds the transaction); foreign keys are off while it
-runs, so a migration may rebuild a table the SQLite way (create new, copy,
-drop old, rename), and the runner checks `PRAGMA foreign_key_check` before it
-commits.
+A migration is written once, in SQLite's SQL; `Migrating.execute` gives it
+to PostgreSQL with the type names translated (INTEGER -> BIGINT, BLOB ->
+BYTEA, INTEGER PRIMARY KEY AUTOINCREMENT -> an identity column). Where the two
+differ in what DDL can do (SQLite cannot change a column's type and rebuilds
+the table; PostgreSQL's foreign keys follow a table, not its name, so it must
+not), the migration says so with `per_dialect`.
+
+Rules for adding a migration (docs/store.md): append, never edit or reorder a
+released one (databases in the field were built by it); never COMMIT or
+`executescript` (the runner holds the transaction); it runs on SQLite and on
+PostgreSQL alike, and tests run it on both; foreign keys are off on SQLite
+while it runs, and the runner checks them before it commits.
 """
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, Protocol
 
-Migration = Callable[[sqlite3.Connection], None]
+Dialect = Literal["sqlite", "postgresql"]
+
+
+class Migrating(Protocol):
+    """What a migration gets: the database being migrated, in a transaction."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Runs one statement (SQLite's SQL, `?` placeholders)."""
+
+
+Migration = Callable[[Migrating], None]
 
 # Marks the file as an rtbench store ("RTBs"), so the store refuses to
 # migrate some other program's SQLite file that RTBENCH_DB points at.
@@ -179,6 +198,19 @@ V2: tuple[str, ...] = (
 )
 
 
+# Version 2 on PostgreSQL: its columns change type in place (a rebuilt table
+# would leave the children's foreign keys on the dropped one). BIGINT becomes
+# the same decimal text as SQLite's CAST.
+V2_POSTGRESQL: tuple[str, ...] = (
+    "ALTER TABLE cases ALTER COLUMN duration_ns TYPE TEXT USING duration_ns::text",
+    "ALTER TABLE series "
+    + ", ".join(
+        f"ALTER COLUMN {c} TYPE TEXT USING {c}::text"
+        for c in ("n", "min", "max", "dropped", "holes")
+    ),
+)
+
+
 # Version 3. A series knows what it is (rtbench.kinds): its kind, and the
 # measured attributes that do not identify it. Rows saved before get the
 # kind the documented fallback gives a record without one (a `count` unit is
@@ -209,18 +241,29 @@ V3: tuple[str, ...] = (
 
 
 def sql(*statements: str) -> Migration:
-    """A migration that runs `statements` in order (never `executescript`,
-    which would commit the runner's transaction)."""
+    """A migration that runs `statements` in order, on every backend."""
 
-    def migrate(conn: sqlite3.Connection) -> None:
+    def migrate(db: Migrating) -> None:
         for statement in statements:
-            conn.execute(statement)
+            db.execute(statement)
+
+    return migrate
+
+
+def per_dialect(*, sqlite: Migration, postgresql: Migration) -> Migration:
+    """A migration whose DDL differs between the backends."""
+
+    def migrate(db: Migrating) -> None:
+        (sqlite if db.dialect == "sqlite" else postgresql)(db)
 
     return migrate
 
 
 MIGRATIONS: list[Migration] = [
-    sql(*V1),  # 0 -> 1: the first schema
-    sql(*V2),  # 1 -> 2: integers from the stream as exact decimal TEXT (uint64)
+    # 0 -> 1: the first schema (the application_id mark is SQLite's own; a
+    # PostgreSQL store is marked by the runner's version table)
+    per_dialect(sqlite=sql(*V1), postgresql=sql(*V1[1:])),
+    # 1 -> 2: integers from the stream as exact decimal TEXT (uint64)
+    per_dialect(sqlite=sql(*V2), postgresql=sql(*V2_POSTGRESQL)),
     sql(*V3),  # 2 -> 3: series kind and attributes (rtbench.kinds)
 ]

@@ -1,0 +1,116 @@
+"""How model values become column values and back, the same on every backend:
+samples as shuffled zlib blobs, JSON, and exact integers as decimal text."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from typing import Any
+
+import numpy as np
+
+from rtbench.model import Histogram, Int64Array
+
+# Byte k of every sample together, then zlib: latency samples differ mostly in
+# their low bytes, so the high-byte planes are long runs of 0x00 (or 0xff).
+SAMPLES_ENCODING = "i64le-shuffle-zlib"
+
+
+class StoreError(Exception):
+    """Anything the store cannot do, said so that a user can act on it."""
+
+
+class StoreBusy(StoreError):
+    """The store cannot take the request now (another writer holds the lock,
+    the database server is out of reach): trying again later may work."""
+
+
+def encode_samples(samples: Int64Array) -> tuple[int, bytes]:
+    """(count, blob) of a 1-D int64 array in SAMPLES_ENCODING."""
+    try:
+        values = np.asarray(samples).astype("<i8", casting="safe", copy=False)
+    except TypeError as e:
+        raise StoreError(f"samples must be int64, not {np.asarray(samples).dtype}") from e
+    if values.ndim != 1:
+        raise StoreError(f"samples must be one-dimensional, not shape {values.shape}")
+    planes = np.ascontiguousarray(values).view(np.uint8).reshape(-1, 8).T
+    return values.size, zlib.compress(planes.tobytes())
+
+
+def decode_samples(count: int, blob: bytes, encoding: str = SAMPLES_ENCODING) -> Int64Array:
+    """Inverse of `encode_samples`: a fresh, writable, native int64 array."""
+    if encoding != SAMPLES_ENCODING:
+        raise StoreError(f"unknown samples encoding {encoding!r}")
+    try:
+        raw = zlib.decompress(blob)
+    except zlib.error as e:
+        raise StoreError(f"damaged samples blob: {e}") from e
+    if len(raw) != 8 * count:
+        raise StoreError(f"damaged samples blob: {len(raw)} bytes for {count} samples")
+    planes = np.frombuffer(raw, dtype=np.uint8).reshape(8, count)
+    return planes.T.copy().view("<i8").reshape(count).astype(np.int64)
+
+
+def to_json(value: Any, what: str) -> str:
+    # ensure_ascii: a lone surrogate (from a JSON "\ud800" escape) survives
+    # as an escape instead of failing the UTF-8 encoding of the column.
+    try:
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    except (TypeError, ValueError) as e:
+        raise StoreError(f"{what} cannot be stored as JSON: {e}") from e
+
+
+def from_json(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def dec(value: int | None, what: str) -> str | None:
+    """An exact integer as the store keeps it: decimal text, of any size (the
+    wire format's uint64 fits neither SQLite's INTEGER nor BIGINT)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise StoreError(f"{what} = {value!r:.40} is not an integer")
+    return str(int(value))
+
+
+def to_int(text: str | int | None) -> int:
+    """Inverse of `dec` (NULL is 0: only ever read where NOT NULL holds)."""
+    return 0 if text is None else opt_int(text) or 0
+
+
+def opt_int(text: str | int | None) -> int | None:
+    if text is None or isinstance(text, int):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise StoreError(f"damaged store: {text!r:.40} where an integer belongs") from None
+
+
+def hist_dict(h: Histogram) -> dict[str, Any]:
+    return {
+        "layout": h.layout,
+        "counts": [[i, c] for i, c in h.counts],
+        "n": h.n,
+        "min": h.min,
+        "max": h.max,
+        "sum": h.sum,
+        "underflow": h.underflow,
+        "overflow": h.overflow,
+    }
+
+
+def hist_from_dict(d: dict[str, Any] | None) -> Histogram | None:
+    if d is None:
+        return None
+    return Histogram(
+        layout=d["layout"],
+        counts=[(int(i), int(c)) for i, c in d["counts"]],
+        n=d["n"],
+        min=d["min"],
+        max=d["max"],
+        sum=d["sum"],
+        underflow=d["underflow"],
+        overflow=d["overflow"],
+    )

@@ -1,0 +1,438 @@
+"""The store's location, its schema and migrations, and many writers at
+once, on SQLite and on PostgreSQL alike (the `store_at` fixture)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import platformdirs
+import pytest
+from pgserver import PostgresServer, free_port
+from stores import Raw, StoreAt, simple_run, writer_run
+
+from rtbench.journal import Journal, candidates
+from rtbench.measure import Measured, store_run
+from rtbench.recovery import recover
+from rtbench.store import Store, StoreBusy, StoreError, default_store_path, locate, schema
+from rtbench.store.dialects import VERSION_DDL, VERSION_TABLE, to_postgresql
+from rtbench.store.schema import Migrating
+from rtbench.stream import StreamWriter, default_hello
+
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+
+
+@contextmanager
+def raw(path: Path) -> Iterator[sqlite3.Connection]:
+    """A plain sqlite3 connection that commits and closes."""
+    db = sqlite3.connect(path)
+    try:
+        with db:
+            yield db
+    finally:
+        db.close()
+
+
+# --- file, path, schema --------------------------------------------------
+
+
+def test_default_store_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("RTBENCH_DB", raising=False)
+    assert default_store_path() == platformdirs.user_data_path("rtbench") / "rtbench.sqlite"
+    monkeypatch.setenv("RTBENCH_DB", str(tmp_path / "env.sqlite"))
+    assert default_store_path() == tmp_path / "env.sqlite"
+    assert default_store_path(tmp_path / "x.sqlite") == tmp_path / "x.sqlite"
+    with Store() as s:
+        assert s.path == tmp_path / "env.sqlite"
+    assert (tmp_path / "env.sqlite").exists()
+
+
+def test_locations(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("RTBENCH_DB", "postgresql://ann:secret@db.lab:5433/runs?sslmode=require")
+    env = locate()
+    assert (env.kind, env.path, env.url) == ("postgresql", None, os.environ["RTBENCH_DB"])
+    # The password never reaches a journal's header, a message or a file name.
+    assert str(env) == env.key == "postgresql://ann@db.lab:5433/runs?sslmode=require"
+    assert "secret" not in str(env.journal_dir) and env.journal_dir.name.startswith("pg-db.lab-")
+    other = locate("postgres:///runs?host=/run/pg&password=x")
+    assert other.kind == "postgresql" and "password" not in other.key
+    assert other.journal_dir != env.journal_dir
+    assert locate(tmp_path / "a.sqlite").journal_dir == tmp_path / "a.sqlite.journals"
+    with pytest.raises(StoreError, match="an SQLite file path or a postgresql:// URL"):
+        Store("mysql://db.lab/runs")
+
+
+def test_open_creates_directories_and_uses_wal(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "runs.sqlite"
+    with Store(path) as s:
+        assert s.schema_version == len(schema.MIGRATIONS)
+    with raw(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_two_stores_on_one_database(store_at: StoreAt) -> None:
+    with store_at.open() as one, store_at.open() as two:
+        a = one.save(simple_run(by="one"))
+        assert [r.id for r in two.list_runs()] == [a]
+        b = two.save(simple_run(by="two"))
+        assert one.resolve("latest") == b
+        assert one.load(b).labels == {"by": "two"}
+
+
+def test_concurrent_first_open_and_saves(store_at: StoreAt) -> None:
+    saved: list[int] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def worker() -> None:
+        try:
+            start.wait()
+            with store_at.open() as s:
+                for _ in range(5):
+                    saved.append(s.save(simple_run()))
+        except BaseException as e:  # surfaced below: threads swallow them
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(saved) == list(range(1, 21))
+    with store_at.open() as s:
+        assert len(s.list_runs()) == 20
+        assert s.schema_version == len(schema.MIGRATIONS)
+
+
+# --- migrations ------------------------------------------------------------
+
+
+def build_version_1(at: StoreAt) -> None:
+    """A database as the first rtbench wrote it, built without the Store."""
+    with at.raw() as db:
+        if at.dialect == "sqlite":
+            for statement in schema.V1:
+                db.execute(statement)
+        else:  # the same statements, as the PostgreSQL backend translates them
+            for statement in schema.V1[1:]:
+                db.execute(to_postgresql(statement))
+        db.execute(
+            "INSERT INTO runs VALUES (7, '2024-01-01T00:00:00Z', 'local', 'run', 'passed',"
+            " 1, 1, '6.1', 0, '{}', '{\"result\":\"passed\",\"records\":2}', '{}')"
+        )
+        db.execute("INSERT INTO labels VALUES (7, 'old', 'yes')")
+        db.execute(
+            "INSERT INTO cases VALUES (7, 0, 'A', 'old case', '{}', 'passed', 9223372036854775807,"
+            " '')"
+        )
+        db.execute(
+            "INSERT INTO series VALUES (7, 0, 0, 'A', 's', '{}', '', 'ns', 3, -9223372036854775808,"
+            " 12, '18446744073709551621', 0, 1, NULL, NULL, NULL, NULL)"
+        )
+        db.execute("INSERT INTO checks VALUES (7, 0, 0, 'A', 'c', 'pass', '')")
+        set_version(at, db, 1)
+        if at.dialect == "postgresql":
+            # An id given explicitly leaves the identity sequence behind (a
+            # store never does this; AUTOINCREMENT follows on its own).
+            db.execute("SELECT setval(pg_get_serial_sequence('runs', 'id'), 7)")
+
+
+def set_version(at: StoreAt, db: Raw, version: int) -> None:
+    if at.dialect == "sqlite":
+        db.execute(f"PRAGMA user_version = {version}")
+    else:
+        db.execute(VERSION_DDL)
+        db.execute(f"DELETE FROM {VERSION_TABLE}")
+        db.execute(f"INSERT INTO {VERSION_TABLE} VALUES (?)", (version,))
+
+
+def add_note_column(db: Migrating) -> None:
+    # One statement for both backends: the rule for a new migration.
+    db.execute("ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT ''")
+    db.execute("UPDATE runs SET note = 'migrated'")
+
+
+def test_migration_from_version_1(store_at: StoreAt, monkeypatch: pytest.MonkeyPatch) -> None:
+    build_version_1(store_at)
+    latest = len(schema.MIGRATIONS) + 1
+    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, add_note_column])
+    with store_at.open() as s:
+        assert s.schema_version == latest
+        assert [(r.id, r.labels) for r in s.list_runs()] == [(7, {"old": "yes"})]
+        old = s.load(7)
+        assert old.bye == {"result": "passed", "records": 2}
+        # Version 2 turned the INTEGER figures into exact TEXT, children kept.
+        (case,) = old.cases
+        assert (case.title, case.duration_ns, len(case.checks)) == ("old case", I64_MAX, 1)
+        got = case.series[0]
+        assert (got.n, got.min, got.max, got.sum, got.holes) == (3, I64_MIN, 12, 2**64 + 5, 1)
+        assert s.save(simple_run()) == 8
+        # ...and a uint64 fits now, where version 1 could not hold it.
+        big = simple_run()
+        big.cases[0].duration_ns = 2**64 - 1
+        assert s.load(s.save(big)).cases[0].duration_ns == 2**64 - 1
+    with store_at.raw() as db:
+        assert db.one("SELECT note FROM runs WHERE id = 7") == "migrated"
+        assert db.one("SELECT duration_ns FROM cases WHERE run_id = 7") == str(I64_MAX)
+    with store_at.open() as s:
+        s.delete(7)  # the rebuilt (or altered) tables still cascade
+    with store_at.raw() as db:
+        assert db.one("SELECT count(*) FROM series WHERE run_id = 7") == 0
+        assert db.one("SELECT count(*) FROM checks WHERE run_id = 7") == 0
+        if store_at.dialect == "sqlite":
+            assert db.execute("PRAGMA foreign_key_check") == []
+    with store_at.open() as s:  # already at the latest: nothing runs again
+        assert s.schema_version == latest
+
+
+def test_migrations_of_two_hosts_at_once(store_at: StoreAt) -> None:
+    """Two hosts open an old store at the same moment: one migrates, the
+    other waits for it and finds the work done."""
+    build_version_1(store_at)
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def open_it() -> None:
+        try:
+            start.wait()
+            with store_at.open() as s:
+                assert s.schema_version == len(schema.MIGRATIONS)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=open_it) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with store_at.open() as s:
+        assert s.load(7).cases[0].duration_ns == I64_MAX
+
+
+def test_failed_migration_changes_nothing(
+    store_at: StoreAt, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build_version_1(store_at)
+
+    def half_done(db: Migrating) -> None:
+        db.execute("CREATE TABLE extra (x INTEGER)")
+        db.execute("DELETE FROM runs")
+        raise RuntimeError("disk on fire")
+
+    n = len(schema.MIGRATIONS)
+    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, half_done])
+    with pytest.raises(StoreError, match=rf"from schema {n} to {n + 1} failed \(disk on fire\)"):
+        store_at.open()
+    with store_at.raw() as db:
+        if store_at.dialect == "sqlite":
+            assert db.one("PRAGMA user_version") == 1
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+        else:
+            assert db.one(f"SELECT version FROM {VERSION_TABLE}") == 1
+            tables = {r[0] for r in db.execute("SELECT tablename FROM pg_tables")}
+            # Version 2's ALTER TABLE was rolled back with the rest.
+            assert db.one("SELECT pg_typeof(duration_ns)::text FROM cases") == "bigint"
+        assert db.execute("SELECT id FROM runs") == [(7,)]
+        assert "extra" not in tables and "cases" in tables
+
+
+def test_newer_schema_is_refused(store_at: StoreAt) -> None:
+    build_version_1(store_at)
+    with store_at.raw() as db:
+        set_version(store_at, db, len(schema.MIGRATIONS) + 1)
+    with pytest.raises(StoreError, match=r"created by a newer rtbench.*upgrade"):
+        store_at.open()
+
+
+def test_foreign_databases_are_refused(store_at: StoreAt) -> None:
+    with store_at.raw() as db:
+        db.execute("CREATE TABLE mine (x INTEGER)")
+    with pytest.raises(StoreError, match="not an rtbench store"):
+        store_at.open()
+    with store_at.raw() as db:  # untouched
+        assert db.execute("SELECT * FROM mine") == []
+
+
+def test_junk_files_are_refused(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"this is not a database at all" * 100)
+    with pytest.raises(StoreError, match="not a database"):
+        Store(junk)
+
+
+# --- many hosts at once ----------------------------------------------------
+
+# One writing host: saves N runs, each made of its name and number, in
+# lockstep with the other writer (after its run i it waits for the other's
+# run i), so that the two certainly write in the same moments.
+WRITER = """
+import sys, time
+from pathlib import Path
+from stores import writer_run
+from rtbench.store import Store
+
+where, me, other, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+folder = Path(sys.argv[5])
+def count(name):
+    try:
+        return int((folder / name).read_text() or 0)
+    except FileNotFoundError:
+        return 0
+with Store(where) as store:
+    (folder / f"{me}.ready").touch()
+    while not (folder / "go").exists():
+        time.sleep(0.002)
+    for i in range(n):
+        print(store.save(writer_run(me, i)), flush=True)
+        (folder / f"{me}.tmp").write_text(str(i + 1))
+        (folder / f"{me}.tmp").replace(folder / me)
+        deadline = time.monotonic() + 120
+        while count(other) < i + 1 and time.monotonic() < deadline:
+            time.sleep(0.001)
+"""
+
+
+def test_two_writer_processes_store_every_run_whole(store_at: StoreAt, tmp_path: Path) -> None:
+    n = 12
+    with store_at.open():
+        pass  # the schema exists: the writers race on saves, not on its creation
+    tests = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(tests), "RTBENCH_DB_TIMEOUT": "60"}
+    writers = {
+        me: subprocess.Popen(
+            [sys.executable, "-c", WRITER, store_at.where, me, other, str(n), str(tmp_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for me, other in (("a", "b"), ("b", "a"))
+    }
+    try:
+        deadline = time.monotonic() + 120
+        while not all((tmp_path / f"{me}.ready").exists() for me in writers):
+            assert all(p.poll() is None for p in writers.values()), "a writer died"
+            assert time.monotonic() < deadline, "the writers did not start"
+            time.sleep(0.01)
+        (tmp_path / "go").touch()
+        outputs = {me: p.communicate(timeout=300) for me, p in writers.items()}
+    finally:
+        for p in writers.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for me, (_, err) in outputs.items():
+        assert writers[me].returncode == 0, err
+    ids = {me: [int(x) for x in out.split()] for me, (out, _) in outputs.items()}
+    assert all(len(v) == n for v in ids.values())
+    assert len(set(ids["a"]) | set(ids["b"])) == 2 * n  # every save got its own id
+    # The two wrote in the same moments: their ids interleave.
+    assert min(ids["b"]) < max(ids["a"]) and min(ids["a"]) < max(ids["b"])
+    with store_at.open() as store:
+        summaries = store.list_runs()
+        assert sorted(s.id for s in summaries) == sorted(ids["a"] + ids["b"])
+        for me in ("a", "b"):
+            for i, run_id in enumerate(ids[me]):
+                got = store.load(run_id)
+                want = writer_run(me, i)
+                want.id = run_id
+                # Whole and unmixed: every row of the run is this writer's run i.
+                assert got == want, (me, i)
+        assert [s.id for s in store.list_runs({"writer": "a"})] == sorted(ids["a"])
+
+
+def test_a_postgresql_store_recovers_the_journal_of_a_dead_host(
+    store_at: StoreAt, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The journal of a run measured for a database server is kept on this
+    host, and the next rtbench that opens that store stores it there."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    location = locate(store_at.where)
+    header = {"started_at": "2026-01-01T00:00:00Z", "target": "local", "labels": {"x": "y"}}
+    journal = Journal.create(location, header, pytest.fail)
+    assert journal is not None
+    if store_at.dialect == "postgresql":
+        assert journal.path.is_relative_to(tmp_path / "data" / "rtbench" / "journals")
+    w = StreamWriter()
+    w.hello(default_hello(["CAL-REF"]))
+    w.begin("CAL-REF")
+    w.series("CAL-REF", "t_std", [1000] * 10)
+    w.end("CAL-REF")
+    for line in w.lines:
+        journal.write(line.rstrip("\n").encode(), sync=True)
+    journal.close()  # the host died: its lock is gone
+    said: list[str] = []
+    with store_at.open() as store:
+        (done,) = recover(store, said.append)
+        assert done.run_id == 1 and "stored as run 1 (incomplete, 1 cases" in said[0]
+        run = store.load(1)
+        assert run.labels == {"x": "y"} and run.cases[0].case == "CAL-REF"
+    assert candidates(location) == []
+
+
+def test_postgresql_errors_say_what_to_do(pg_server: PostgresServer) -> None:
+    # No server on that port: busy (the run is retried, then kept).
+    with pytest.raises(StoreBusy, match="cannot open the store"):
+        Store(f"postgresql://rtbench@127.0.0.1:{free_port()}/x", timeout=1)
+    # No such database: no use waiting.
+    with pytest.raises(StoreError, match='database "nope" does not exist') as e:
+        Store(pg_server.url("nope"))
+    assert not isinstance(e.value, StoreBusy)
+    # The search_path names no schema that exists.
+    name = pg_server.create_database()
+    url = pg_server.url(name) + "&options=-csearch_path%3Dmissing"
+    with pytest.raises(StoreError, match="no schema of its search_path exists"):
+        Store(url)
+
+
+def test_a_schema_of_its_own_in_a_shared_database(pg_server: PostgresServer) -> None:
+    """A store beside another application's tables, in a schema of its own."""
+    name = pg_server.create_database()
+    with pg_server.connect(name) as conn:
+        conn.execute("CREATE TABLE someone_elses (x int)")
+        conn.execute("CREATE SCHEMA lab")
+    with pytest.raises(StoreError, match="not an rtbench store"):
+        Store(pg_server.url(name))
+    own = pg_server.url(name) + "&options=-csearch_path%3Dlab"
+    with Store(own) as s:
+        run_id = s.save(simple_run(where="schema"))
+    with Store(own) as s:
+        assert s.load(run_id).labels == {"where": "schema"}
+    with pg_server.connect(name) as conn:
+        assert conn.execute("SELECT count(*) FROM lab.runs").fetchone() == (1,)
+
+
+def test_the_tcp_url_form(pg_server: PostgresServer) -> None:
+    name = pg_server.create_database()
+    with Store(pg_server.url(name, tcp=True)) as s:
+        assert s.dialect == "postgresql"
+        assert s.save(simple_run()) == 1
+
+
+def test_a_database_out_of_reach_keeps_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Saving into a server that does not answer: retried, then the run's
+    journal is kept as a file for `rtbench ingest`; nothing is lost."""
+    pytest.importorskip("psycopg")  # a dev dependency; only the driver is needed here
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("RTBENCH_DB_TIMEOUT", "0.05")
+    location = locate(f"postgresql://rtbench@127.0.0.1:{free_port()}/gone")
+    journal = Journal.create(location, {"target": "local"}, pytest.fail)
+    assert journal is not None
+    journal.write(b'{"t":"hello"}', sync=True)
+    said: list[str] = []
+    saved = store_run(Measured(simple_run(), journal, None, location), said.append)
+    assert saved.run_id is None and saved.error and "cannot open the store" in saved.error
+    assert len(said) == 2 and all("busy or out of reach" in s for s in said)
+    assert saved.kept is not None and saved.kept.name.startswith("rtbench-unsaved-")
+    assert b'{"t":"hello"}' in saved.kept.read_bytes()
