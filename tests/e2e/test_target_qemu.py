@@ -123,6 +123,19 @@ def test_generic_kernel_run_with_isolated_cpu(
     assert run.hello["cpu"]["count"] == 2
 
 
+def test_rsp_io_runs_in_the_guest_with_its_stimulator(rt: QemuTransport) -> None:
+    # rtb-stim travels in the initramfs beside the agent; /dev/pts is mounted
+    # for the pseudo-terminal line.
+    run = collect(rt, ["RSP-IO:line=0,1,2:scenario=4:count=10:timeout_ms=20000"])
+    (case,) = run.cases
+    assert case.outcome == "passed", [(c.name, c.detail) for c in case.checks]
+    names = {c.name: c for c in case.checks}
+    for line in ("eventfd", "pipe", "pty"):
+        assert "10 edges, 10 answered" in names[f"e_{line}_edges"].detail
+        rising = case.find("rising", {"scenario": "e", "line": line})
+        assert rising is not None and rising.n == 5
+
+
 def test_killed_guest_keeps_finished_cases(rt: QemuTransport) -> None:
     def kill_after_first_case(rec: Record, progress: Progress) -> None:
         if rec.kind == "end" and progress.cases_done == 1:

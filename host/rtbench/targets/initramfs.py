@@ -1,4 +1,5 @@
-"""The guest's whole user space: busybox, the static agent and an `/init`.
+"""The guest's whole user space: busybox, the static agent (with RSP-IO's
+stimulator rtb-stim beside it when it was built) and an `/init`.
 
 The base archive (busybox, agent, init) is built once per agent binary and
 cached; each run appends a tiny second archive holding the agent's
@@ -25,6 +26,7 @@ import platformdirs
 
 # Lines on the stream port that come from /init, not from the agent.
 MARKER = "rtbench-guest:"
+STIM_NAME = "rtb-stim"
 
 INIT = f"""#!/bin/busybox sh
 # rtbench guest init: mount, run the agent on ttyS1, report its status, power off.
@@ -35,6 +37,8 @@ exec </dev/console >/dev/console 2>&1
 export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
+mkdir -p /dev/pts
+mount -t devpts devpts /dev/pts 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 stty -F /dev/ttyS1 raw -echo 115200
@@ -132,7 +136,11 @@ def base_archive(agent: Path) -> Path:
             "agent statically (`rtbench build --static`) or leave --agent out"
         )
     busybox = find_busybox()
-    key = _digest(agent.read_bytes(), busybox.read_bytes(), INIT.encode())
+    # RSP-IO's stimulator, built beside the agent: the agent looks for it
+    # beside itself (docs/rsp-io.md); without it RSP-IO is skipped.
+    stim = agent.parent / STIM_NAME
+    stim_bytes = stim.read_bytes() if stim.is_file() and is_static(stim) else b""
+    key = _digest(agent.read_bytes(), busybox.read_bytes(), INIT.encode(), stim_bytes)
     out = cache_dir() / f"base-{key}.cpio"
     if out.is_file():
         return out
@@ -144,7 +152,11 @@ def base_archive(agent: Path) -> Path:
         shutil.copyfile(busybox, root / "bin" / "busybox")
         shutil.copyfile(agent, root / "rtbench-agent")
         (root / "init").write_text(INIT)
-        for exe in ("bin/busybox", "rtbench-agent", "init"):
+        exes = ["bin/busybox", "rtbench-agent", "init"]
+        if stim_bytes:
+            (root / STIM_NAME).write_bytes(stim_bytes)
+            exes.append(STIM_NAME)
+        for exe in exes:
             (root / exe).chmod(0o755)
         staged = Path(tmp) / "base.cpio"
         _cpio(root, staged)
