@@ -8,7 +8,14 @@ first use, from any working directory).
 
 Every build directory keeps a stamp: the SHA-256 of the agent's sources
 plus the build settings. A call whose stamp matches returns the binary at
-once, without running CMake; a source change rebuilds. Targets get a
+once, without running CMake; a source change rebuilds.
+
+An RTOS port builds a firmware instead (`ensure_firmware`): the agent, the
+port and one board in one ELF file, cross-compiled for the board's CPU.
+The FreeRTOS port fetches FreeRTOS-Kernel (a pinned tag) with CMake; on a
+machine without internet a copy of that tag is used instead, from
+$RTBENCH_FREERTOS_KERNEL or a `shared/vendor/FreeRTOS-Kernel-V11.3.0`
+folder beside or above the checkout. Targets get a
 static binary by default, so one file runs on any Linux of its
 architecture (an initramfs, a board): `agent_digest` lets a target copy it
 only when it changed.
@@ -35,6 +42,8 @@ Flavor = Literal["release", "test"]
 AGENT_NAME = "rtbench-agent"
 ENV_SRC = "RTBENCH_AGENT_SRC"
 ENV_BUILD = "RTBENCH_BUILD_DIR"
+ENV_FREERTOS = "RTBENCH_FREERTOS_KERNEL"
+FREERTOS_KERNEL_TAG = "V11.3.0"
 _STAMP = ".rtbench-stamp"
 _CONFIG = ".rtbench-config"
 # Files outside agent/ that a checkout's CMakeLists builds too (the test
@@ -78,6 +87,31 @@ ARCHES: dict[str, Arch] = {
             "arm-linux-gnueabihf-gcc",
             "gcc-arm-linux-gnueabihf libc6-dev-armhf-cross",
             ("qemu-arm-static", "qemu-arm"),
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Board:
+    """A board an RTOS port builds a firmware for."""
+
+    port: str  # the folder under agent/ports/
+    name: str  # the folder under the port's board/
+    toolchain: str  # agent/cmake/toolchain-<this>.cmake
+    compiler: str
+    packages: str  # Debian packages providing the compiler and its C library
+
+
+BOARDS: dict[tuple[str, str], Board] = {
+    (b.port, b.name): b
+    for b in (
+        Board(
+            "freertos",
+            "mps2-an385",
+            "cortex-m3",
+            "arm-none-eabi-gcc",
+            "gcc-arm-none-eabi libnewlib-arm-none-eabi",
         ),
     )
 }
@@ -272,3 +306,63 @@ def _build(src: Path, out: Path, args: list[str], config: str, digest: str) -> N
         if not exe.is_file():
             raise BuildError(f"the build did not produce {exe}")
         _write(out / _STAMP, digest)
+
+
+def freertos_kernel_source(src: Path | None = None) -> Path | None:
+    """A local copy of FreeRTOS-Kernel at the pinned tag: $RTBENCH_FREERTOS_KERNEL,
+    else `shared/vendor/FreeRTOS-Kernel-<tag>` beside or above the checkout;
+    None: CMake fetches it from upstream."""
+    env = os.environ.get(ENV_FREERTOS)
+    if env:
+        path = Path(env).expanduser()
+        if not (path / "tasks.c").is_file():
+            raise BuildError(f"{ENV_FREERTOS}={env}: no FreeRTOS-Kernel sources there (tasks.c)")
+        return path.resolve()
+    start = (src or agent_source()).resolve().parent
+    for folder in (start, *start.parents):
+        candidate = folder / "shared" / "vendor" / f"FreeRTOS-Kernel-{FREERTOS_KERNEL_TAG}"
+        if (candidate / "tasks.c").is_file():
+            return candidate
+    return None
+
+
+def firmware_dir(port: str, board: str, flavor: Flavor = "release") -> Path:
+    return _build_root(agent_source()) / f"{port}-{board}-{flavor}"
+
+
+def ensure_firmware(port: str, board: str, flavor: Flavor = "release") -> Path:
+    """Builds the firmware of `port` for `board` when its sources or settings
+    changed; returns the ELF file (what QEMU's -kernel or a flasher takes)."""
+    b = BOARDS.get((port, board))
+    if b is None:
+        known = ", ".join(f"--port {p} --board {n}" for p, n in BOARDS)
+        raise BuildError(f"no board {board!r} for port {port!r}: known are {known}")
+    src = agent_source()
+    out = _build_root(src) / f"{port}-{board}-{flavor}"
+    args = [
+        f"-DRTB_PORT={port}",
+        f"-DRTB_BOARD={board}",
+        f"-DCMAKE_TOOLCHAIN_FILE={src / 'cmake' / f'toolchain-{b.toolchain}.cmake'}",
+        "-DRTB_TEST_BUILD=ON" if flavor == "test" else "-DRTB_TEST_BUILD=OFF",
+        "-DCMAKE_BUILD_TYPE=Release",
+    ]
+    kernel = freertos_kernel_source(src) if port == "freertos" else None
+    if kernel is not None:
+        args.append(f"-DFETCHCONTENT_SOURCE_DIR_FREERTOS_KERNEL={kernel}")
+    config = "\n".join([str(src), *args])
+    digest = source_digest(src, config)
+    exe = out / AGENT_NAME
+    if exe.is_file() and _read(out / _STAMP) == digest:
+        return exe
+    if shutil.which("cmake") is None:
+        raise BuildError("'cmake' not found: rtbench needs CMake to build a firmware")
+    if shutil.which(b.compiler) is None:
+        raise BuildError(
+            f"'{b.compiler}' not found: the {port} firmware for {board} needs it "
+            f"(Debian: apt-get install {b.packages})"
+        )
+    try:
+        _build(src, out, args, config, digest)
+    except OSError as e:
+        raise BuildError(f"cannot build in {out}: {e}; set {ENV_BUILD} to a writable folder") from e
+    return exe

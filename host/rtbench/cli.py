@@ -16,7 +16,7 @@ import click
 from rich.table import Table
 
 from rtbench import __version__, catalogue, doctor, probe
-from rtbench.build import ARCHES, BuildError, ensure_agent
+from rtbench.build import ARCHES, BOARDS, BuildError, ensure_agent, ensure_firmware
 from rtbench.commands import ab as ab_commands
 from rtbench.commands import analysis as analysis_commands
 from rtbench.commands import campaign as campaign_commands
@@ -67,10 +67,29 @@ def main(ctx: click.Context, db: str | None) -> None:
     default=None,
     help="Link statically (default: static with --arch, dynamic without).",
 )
-def build(flavor: str, arch: str | None, static: bool | None) -> None:
-    """Build the agent for this machine or a target architecture."""
+@click.option(
+    "--port",
+    default="posix",
+    show_default=True,
+    help="The agent's port; an RTOS port (freertos) builds a firmware for --board.",
+)
+@click.option("--board", default=None, help="The board of an RTOS port (e.g. mps2-an385).")
+def build(
+    flavor: str, arch: str | None, static: bool | None, port: str, board: str | None
+) -> None:
+    """Build the agent for this machine or a target architecture, or an RTOS
+    port's firmware for a board."""
+    kind = "test" if flavor == "test" else "release"
     try:
-        exe = ensure_agent("test" if flavor == "test" else "release", arch, static)
+        if port != "posix" or board is not None:
+            if arch is not None or static is not None:
+                fail("--arch and --static are for the posix agent; a firmware's --board says both")
+            boards = sorted(n for p, n in BOARDS if p == port)
+            if board is None and len(boards) != 1:
+                fail(f"--port {port}: give --board ({', '.join(boards) or 'none known'})")
+            exe = ensure_firmware(port, board or boards[0], kind)
+        else:
+            exe = ensure_agent(kind, arch, static)
     except BuildError as e:
         fail(str(e))
     out.print(str(exe), highlight=False, soft_wrap=True)  # one line, for $(rtbench build)

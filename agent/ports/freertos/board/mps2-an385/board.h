@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the FreeRTOS port needs of a board: a console, a free-running
+ * timestamp counter, one timer interrupt and one software-pended interrupt
+ * for events, the run's arguments, and a way to end. Another board of the
+ * port implements these same functions (board.c) and its own start-up. */
+#ifndef RTB_BOARD_H
+#define RTB_BOARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BOARD_NAME "mps2-an385"
+#define BOARD_CPU "ARM Cortex-M3"
+#define BOARD_CPU_HZ 25000000u
+/* The timestamp counter (CMSDK APB TIMER1, clocked by the 25 MHz PCLK). */
+#define BOARD_TS_HZ 25000000u
+#define BOARD_TS_NS 40 /* 1e9 / BOARD_TS_HZ, exact */
+#define BOARD_TS_SOURCE "CMSDK APB TIMER1 (25 MHz)"
+#define BOARD_EVENT_IRQ_TIMER 8 /* TIMER0 */
+#define BOARD_EVENT_IRQ_SOFT 31 /* pended through the NVIC's STIR */
+
+void board_init(void);
+void board_putc(char c);
+void board_write(const char *buf, size_t len);
+/* The timestamp counter extended to 64 bits (counts up). Any context. */
+uint64_t board_ts_ticks(void);
+/* TIMER0: interrupt after `ticks` counter ticks, then every `period`
+ * ticks when period > 0. */
+void board_timer_start(uint32_t ticks, uint32_t period);
+void board_timer_stop(void);
+void board_soft_irq_pend(void);
+/* Hooks the board calls from its interrupt handlers (the port's). */
+void board_timer_isr(void);
+void board_soft_isr(void);
+/* The run's arguments as one line (semihosting SYS_GET_CMDLINE); 0 when
+ * the host gave none. */
+size_t board_cmdline(char *buf, size_t cap);
+/* Ends the program with `status` (semihosting exit: QEMU's exit code). */
+_Noreturn void board_exit(int status);
+/* RAM the linker placed: [start, end) of data+bss, and the heap's. */
+void board_ram(uintptr_t *data_start, uintptr_t *bss_end, uintptr_t *heap_end);
+
+#endif

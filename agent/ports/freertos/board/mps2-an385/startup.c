@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Reset and the vector table of mps2-an385 (Cortex-M3, 32 external IRQs):
+ * copy .data, clear .bss, run main(). */
+#include <stdint.h>
+#include <string.h>
+
+#include "board.h"
+
+extern uint32_t __etext, __data_start__, __data_end__, __bss_start__, __bss_end__, __StackTop;
+extern int main(void);
+extern void __libc_init_array(void);
+/* FreeRTOS's ARM_CM3 port. */
+extern void vPortSVCHandler(void);
+extern void xPortPendSVHandler(void);
+extern void xPortSysTickHandler(void);
+void TIMER0_Handler(void);
+void SOFT_Handler(void);
+
+void Reset_Handler(void);
+void Reset_Handler(void)
+{
+    memcpy(&__data_start__, &__etext,
+           (size_t)((char *)&__data_end__ - (char *)&__data_start__));
+    memset(&__bss_start__, 0, (size_t)((char *)&__bss_end__ - (char *)&__bss_start__));
+    __libc_init_array();
+    board_exit(main());
+}
+
+static void fault_text(const char *what)
+{
+    for (const char *p = what; *p; p++)
+        board_putc(*p);
+}
+
+/* A fault is a bug of the port or of a case: say so on the console (the
+ * host shows the console's noise) and end with a status of its own. */
+static void fault(void)
+{
+    uint32_t ipsr;
+    __asm__ volatile("mrs %0, ipsr" : "=r"(ipsr));
+    fault_text("\nrtbench-firmware: fault, exception ");
+    board_putc((char)('0' + ipsr / 10 % 10));
+    board_putc((char)('0' + ipsr % 10));
+    fault_text("\n");
+    board_exit(4);
+}
+
+static void unexpected(void) { fault(); }
+
+typedef void (*vector)(void);
+
+__attribute__((section(".vectors"), used)) static const vector vectors[16 + 32] = {
+    (vector)(uintptr_t)&__StackTop,
+    Reset_Handler,
+    fault, /* NMI */
+    fault, /* HardFault */
+    fault, /* MemManage */
+    fault, /* BusFault */
+    fault, /* UsageFault */
+    0, 0, 0, 0,
+    vPortSVCHandler,
+    unexpected, /* DebugMon */
+    0,
+    xPortPendSVHandler,
+    xPortSysTickHandler,
+    /* External interrupts 0..31 */
+    [16 + 0 ... 16 + BOARD_EVENT_IRQ_TIMER - 1] = unexpected,
+    [16 + BOARD_EVENT_IRQ_TIMER] = TIMER0_Handler,
+    [16 + BOARD_EVENT_IRQ_TIMER + 1 ... 16 + BOARD_EVENT_IRQ_SOFT - 1] = unexpected,
+    [16 + BOARD_EVENT_IRQ_SOFT] = SOFT_Handler,
+};

@@ -1,0 +1,499 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The FreeRTOS port: threads, semaphores, mutexes and queues on FreeRTOS's
+ * statically allocated objects. rtbench priorities are FreeRTOS priorities
+ * as they are (configMAX_PRIORITIES 100, the idle task at 0). Deadlines are
+ * rtb_clock_now() ns, turned into ticks rounded up, and re-checked after a
+ * wake-up so a timeout never returns early. */
+#include <stdio.h>
+#include <string.h>
+
+#include "FreeRTOS.h"
+#include "queue.h"
+#include "semphr.h"
+#include "task.h"
+
+#include "../../core/rtb.h"
+#include "freertos_port.h"
+
+/* ---- object pools ------------------------------------------------------
+ * rtb_thread (64 bytes) holds no StaticTask_t; the task, its stack and its
+ * done-semaphore live in a slot of this pool, and the rtbench object points
+ * to it. Stacks come from one arena and stay with their slot: a slot is
+ * reused by the next thread that fits. */
+
+typedef struct thread_slot {
+    StaticTask_t tcb;
+    StaticSemaphore_t done_buf;
+    SemaphoreHandle_t done;
+    TaskHandle_t task;
+    StackType_t *stack;
+    size_t stack_words;
+    rtb_thread_fn fn;
+    void *arg;
+    bool used;
+    char name[configMAX_TASK_NAME_LEN];
+    UBaseType_t high_water; /* words never used, at the end of its last run */
+} thread_slot;
+
+static thread_slot threads[RTB_FREERTOS_THREADS];
+static StackType_t stack_arena[RTB_FREERTOS_STACK_ARENA / sizeof(StackType_t)];
+static size_t stack_arena_used; /* words */
+
+typedef struct {
+    thread_slot *slot;
+} thread_obj;
+_Static_assert(sizeof(thread_obj) <= RTB_THREAD_STORAGE, "rtb_thread too small");
+
+typedef struct {
+    StaticSemaphore_t buf;
+    SemaphoreHandle_t h;
+} sem_obj;
+_Static_assert(sizeof(sem_obj) <= RTB_SEM_STORAGE, "rtb_sem too small");
+
+typedef struct mutex_slot {
+    StaticSemaphore_t buf;
+    bool used;
+} mutex_slot;
+static mutex_slot mutexes[RTB_FREERTOS_MUTEXES];
+
+typedef struct {
+    mutex_slot *slot;
+    SemaphoreHandle_t h;
+} mutex_obj;
+_Static_assert(sizeof(mutex_obj) <= RTB_MUTEX_STORAGE, "rtb_mutex too small");
+
+typedef struct queue_slot {
+    StaticQueue_t buf;
+    uint8_t *storage;
+    size_t cap;
+    bool used;
+} queue_slot;
+static queue_slot queues[RTB_FREERTOS_QUEUES];
+static uint8_t queue_arena[RTB_FREERTOS_QUEUE_ARENA];
+static size_t queue_arena_used;
+
+typedef struct {
+    queue_slot *slot;
+    QueueHandle_t h;
+    size_t msg_size;
+    uint8_t *send_item, *recv_item; /* after the queue's own storage */
+} queue_obj;
+_Static_assert(sizeof(queue_obj) <= RTB_QUEUE_STORAGE, "rtb_queue too small");
+
+/* Pools are touched outside measured sections only (create, delete). */
+static void pool_lock(void) { vTaskSuspendAll(); }
+static void pool_unlock(void) { (void)xTaskResumeAll(); }
+
+/* ---- time --------------------------------------------------------------- */
+
+#define TICK_NS (1000000000LL / configTICK_RATE_HZ)
+
+rtb_time rtb_clock_now(void) { return (rtb_time)board_ts_ticks() * BOARD_TS_NS; }
+
+static bool in_isr(void) { return xPortIsInsideInterrupt() == pdTRUE; }
+
+/* Ticks to block for `deadline`: rounded up, so FreeRTOS never wakes the
+ * caller before it (callers re-check the clock anyway). */
+static TickType_t ticks_until(rtb_time deadline)
+{
+    if (deadline == RTB_FOREVER)
+        return portMAX_DELAY;
+    rtb_time left = deadline - rtb_clock_now();
+    if (left <= 0)
+        return 0;
+    rtb_time t = (left + TICK_NS - 1) / TICK_NS + 1; /* +1: the current tick is partly gone */
+    return t >= (rtb_time)portMAX_DELAY ? portMAX_DELAY - 1 : (TickType_t)t;
+}
+
+/* A timed wait around `op` (xSemaphoreTake, xQueueSend...): RTB_EAGAIN for
+ * deadline 0, RTB_ETIMEDOUT once the deadline passed. */
+#define TIMED_WAIT(op_with_ticks, deadline)                                                 \
+    do {                                                                                    \
+        if ((deadline) == 0)                                                                \
+            return (op_with_ticks(0)) == pdTRUE ? RTB_OK : RTB_EAGAIN;                      \
+        for (;;) {                                                                          \
+            TickType_t ticks_ = ticks_until(deadline);                                      \
+            if ((op_with_ticks(ticks_)) == pdTRUE)                                          \
+                return RTB_OK;                                                              \
+            if (ticks_ == 0 || rtb_clock_now() >= (deadline))                               \
+                return RTB_ETIMEDOUT;                                                       \
+        }                                                                                   \
+    } while (0)
+
+/* ---- system ------------------------------------------------------------ */
+
+int rtb_port_init(rtb_port_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->port = "freertos";
+    snprintf(info->sysname, sizeof info->sysname, "FreeRTOS");
+    snprintf(info->release, sizeof info->release, "%s", tskKERNEL_VERSION_NUMBER);
+    snprintf(info->version, sizeof info->version,
+             "FreeRTOS-Kernel %s, tick %d Hz, %d priorities, static allocation",
+             tskKERNEL_VERSION_NUMBER, configTICK_RATE_HZ, configMAX_PRIORITIES);
+    snprintf(info->machine, sizeof info->machine, "%s", BOARD_NAME);
+    snprintf(info->cpu_model, sizeof info->cpu_model, "%s", BOARD_CPU);
+    info->cpu_count = 1;
+    snprintf(info->preempt, sizeof info->preempt, "preemptive");
+    snprintf(info->clocksource, sizeof info->clocksource, "%s", BOARD_TS_SOURCE);
+    info->realtime = true;
+    snprintf(info->policy, sizeof info->policy, "FreeRTOS fixed priority");
+    info->memory_locked = true; /* no paging on a microcontroller */
+    return RTB_OK;
+}
+
+void rtb_port_abort(int status)
+{
+    fflush(stdout);
+    board_exit(status);
+}
+
+int rtb_trace_open(const char *path)
+{
+    (void)path;
+    return RTB_ENOTSUP;
+}
+
+void rtb_trace_mark(const char *text) { (void)text; }
+
+/* ---- threads ----------------------------------------------------------- */
+
+static void trampoline(void *p)
+{
+    thread_slot *s = p;
+    s->fn(s->arg);
+    s->high_water = uxTaskGetStackHighWaterMark(NULL);
+    xSemaphoreGive(s->done);
+    /* Not vTaskDelete(NULL): the idle task would reclaim the TCB later, and
+     * the slot could be reused before that. The joiner deletes it. */
+    vTaskSuspend(NULL);
+}
+
+static thread_slot *slot_take(size_t words)
+{
+    thread_slot *fresh = NULL;
+    for (int i = 0; i < RTB_FREERTOS_THREADS; i++) {
+        thread_slot *s = &threads[i];
+        if (s->used)
+            continue;
+        if (s->stack && s->stack_words >= words) {
+            s->used = true;
+            return s;
+        }
+        if (!s->stack && !fresh)
+            fresh = s;
+    }
+    size_t left = sizeof stack_arena / sizeof stack_arena[0] - stack_arena_used;
+    if (!fresh || words > left)
+        return NULL;
+    fresh->stack = &stack_arena[stack_arena_used];
+    fresh->stack_words = words;
+    stack_arena_used += words;
+    fresh->used = true;
+    return fresh;
+}
+
+int rtb_thread_create(rtb_thread *t, const rtb_thread_attr *attr, rtb_thread_fn fn, void *arg)
+{
+    if (attr->priority < 1 || attr->priority > RTB_PRIO_MAX || attr->cpu > 0)
+        return RTB_EINVAL;
+    size_t bytes = attr->stack_size ? attr->stack_size : RTB_FREERTOS_DEFAULT_STACK;
+    size_t words = (bytes + sizeof(StackType_t) - 1) / sizeof(StackType_t);
+    pool_lock();
+    thread_slot *s = slot_take(words);
+    pool_unlock();
+    if (!s)
+        return RTB_ENOMEM;
+    s->fn = fn;
+    s->arg = arg;
+    s->high_water = 0;
+    snprintf(s->name, sizeof s->name, "%s", attr->name ? attr->name : "rtb");
+    s->done = xSemaphoreCreateBinaryStatic(&s->done_buf);
+    ((thread_obj *)(void *)t)->slot = s;
+    /* Whole stack of the slot: a reused slot may have more than asked. */
+    s->task = xTaskCreateStatic(trampoline, s->name, s->stack_words, s, (UBaseType_t)attr->priority,
+                                s->stack, &s->tcb);
+    return RTB_OK;
+}
+
+static void slot_release(thread_slot *s)
+{
+    vTaskDelete(s->task);
+    vSemaphoreDelete(s->done);
+    pool_lock();
+    s->used = false;
+    pool_unlock();
+}
+
+int rtb_thread_join(rtb_thread *t, rtb_time deadline)
+{
+    thread_slot *s = ((thread_obj *)(void *)t)->slot;
+    if (!s)
+        return RTB_EINVAL;
+    int rc;
+    if (deadline == 0) {
+        rc = xSemaphoreTake(s->done, 0) == pdTRUE ? RTB_OK : RTB_ETIMEDOUT;
+    } else {
+        rc = RTB_ETIMEDOUT;
+        for (;;) {
+            TickType_t ticks = ticks_until(deadline);
+            if (xSemaphoreTake(s->done, ticks) == pdTRUE) {
+                rc = RTB_OK;
+                break;
+            }
+            if (ticks == 0 || rtb_clock_now() >= deadline)
+                break;
+        }
+    }
+    if (rc != RTB_OK)
+        return rc;
+    freertos_stack_note(s->name, s->stack_words * sizeof(StackType_t),
+                        s->high_water * sizeof(StackType_t));
+    slot_release(s);
+    ((thread_obj *)(void *)t)->slot = NULL;
+    return RTB_OK;
+}
+
+int rtb_thread_delete(rtb_thread *t)
+{
+    thread_slot *s = ((thread_obj *)(void *)t)->slot;
+    if (!s)
+        return RTB_EINVAL;
+    if (s->task == xTaskGetCurrentTaskHandle())
+        return RTB_EINVAL;
+    slot_release(s);
+    ((thread_obj *)(void *)t)->slot = NULL;
+    return RTB_OK;
+}
+
+void rtb_thread_yield(void) { taskYIELD(); }
+
+int rtb_thread_self_set(int priority, int cpu)
+{
+    if (priority < 1 || priority > RTB_PRIO_MAX || cpu > 0)
+        return RTB_EINVAL;
+    vTaskPrioritySet(NULL, (UBaseType_t)priority);
+    return RTB_OK;
+}
+
+int rtb_thread_self_priority(void) { return (int)uxTaskPriorityGet(NULL); }
+
+int rtb_sleep_until(rtb_time when)
+{
+    for (;;) {
+        rtb_time left = when - rtb_clock_now();
+        if (left <= 0)
+            return RTB_OK;
+        /* The tick is the only wake-up FreeRTOS has: a wait ends on the
+         * first tick at or after `when`. */
+        vTaskDelay((TickType_t)((left + TICK_NS - 1) / TICK_NS));
+    }
+}
+
+/* ---- counting semaphores ------------------------------------------------ */
+
+int rtb_sem_create(rtb_sem *s, unsigned initial)
+{
+    sem_obj *o = (sem_obj *)(void *)s;
+    o->h = xSemaphoreCreateCountingStatic(0x7fffffff, initial, &o->buf);
+    return o->h ? RTB_OK : RTB_ENOMEM;
+}
+
+int rtb_sem_delete(rtb_sem *s)
+{
+    vSemaphoreDelete(((sem_obj *)(void *)s)->h);
+    return RTB_OK;
+}
+
+int rtb_sem_give(rtb_sem *s)
+{
+    SemaphoreHandle_t h = ((sem_obj *)(void *)s)->h;
+    if (in_isr()) {
+        BaseType_t woken = pdFALSE;
+        if (xSemaphoreGiveFromISR(h, &woken) != pdTRUE)
+            return RTB_EFAIL;
+        portYIELD_FROM_ISR(woken);
+        return RTB_OK;
+    }
+    return xSemaphoreGive(h) == pdTRUE ? RTB_OK : RTB_EFAIL;
+}
+
+int rtb_sem_take(rtb_sem *s, rtb_time deadline)
+{
+    SemaphoreHandle_t h = ((sem_obj *)(void *)s)->h;
+#define SEM_TAKE(ticks) xSemaphoreTake(h, (ticks))
+    TIMED_WAIT(SEM_TAKE, deadline);
+#undef SEM_TAKE
+}
+
+/* ---- mutexes ------------------------------------------------------------ */
+
+int rtb_mutex_create(rtb_mutex *m, unsigned flags)
+{
+    mutex_obj *o = (mutex_obj *)(void *)m;
+    mutex_slot *s = NULL;
+    pool_lock();
+    for (int i = 0; i < RTB_FREERTOS_MUTEXES && !s; i++)
+        if (!mutexes[i].used) {
+            s = &mutexes[i];
+            s->used = true;
+        }
+    pool_unlock();
+    if (!s)
+        return RTB_ENOMEM;
+    o->slot = s;
+    /* FreeRTOS mutexes always inherit priority; a lock without it is a
+     * binary semaphore given once (what a FreeRTOS user would write). */
+    if (flags & RTB_MUTEX_PI) {
+        o->h = xSemaphoreCreateMutexStatic(&s->buf);
+    } else {
+        o->h = xSemaphoreCreateBinaryStatic(&s->buf);
+        if (o->h)
+            xSemaphoreGive(o->h);
+    }
+    return o->h ? RTB_OK : RTB_ENOMEM;
+}
+
+int rtb_mutex_delete(rtb_mutex *m)
+{
+    mutex_obj *o = (mutex_obj *)(void *)m;
+    vSemaphoreDelete(o->h);
+    pool_lock();
+    o->slot->used = false;
+    pool_unlock();
+    return RTB_OK;
+}
+
+int rtb_mutex_lock(rtb_mutex *m)
+{
+    return xSemaphoreTake(((mutex_obj *)(void *)m)->h, portMAX_DELAY) == pdTRUE ? RTB_OK
+                                                                                 : RTB_EFAIL;
+}
+
+int rtb_mutex_unlock(rtb_mutex *m)
+{
+    return xSemaphoreGive(((mutex_obj *)(void *)m)->h) == pdTRUE ? RTB_OK : RTB_EPERM;
+}
+
+/* ---- message queues -----------------------------------------------------
+ * FreeRTOS queues carry fixed-size items; an rtbench message has a length:
+ * each item is the length followed by up to msg_size bytes. */
+
+#define ITEM_HEADER sizeof(uint32_t)
+
+static queue_slot *queue_take(size_t bytes)
+{
+    queue_slot *fresh = NULL;
+    for (int i = 0; i < RTB_FREERTOS_QUEUES; i++) {
+        queue_slot *s = &queues[i];
+        if (s->used)
+            continue;
+        if (s->storage && s->cap >= bytes) {
+            s->used = true;
+            return s;
+        }
+        if (!s->storage && !fresh)
+            fresh = s;
+    }
+    bytes = (bytes + 7) & ~(size_t)7;
+    if (!fresh || bytes > sizeof queue_arena - queue_arena_used)
+        return NULL;
+    fresh->storage = &queue_arena[queue_arena_used];
+    fresh->cap = bytes;
+    queue_arena_used += bytes;
+    fresh->used = true;
+    return fresh;
+}
+
+int rtb_queue_create(rtb_queue *q, size_t msg_size, unsigned depth)
+{
+    queue_obj *o = (queue_obj *)(void *)q;
+    if (msg_size == 0 || depth == 0 || msg_size > RTB_FREERTOS_QUEUE_ARENA)
+        return RTB_EINVAL;
+    size_t item = ITEM_HEADER + ((msg_size + 3) & ~(size_t)3);
+    pool_lock();
+    /* Two more items: the sender's and the receiver's copy (FreeRTOS
+     * copies whole items; one thread per side in every case). */
+    queue_slot *s = queue_take(item * (depth + 2));
+    pool_unlock();
+    if (!s)
+        return RTB_ENOMEM;
+    o->slot = s;
+    o->msg_size = msg_size;
+    o->send_item = s->storage + item * depth;
+    o->recv_item = o->send_item + item;
+    o->h = xQueueCreateStatic(depth, item, s->storage, &s->buf);
+    return o->h ? RTB_OK : RTB_ENOMEM;
+}
+
+int rtb_queue_delete(rtb_queue *q)
+{
+    queue_obj *o = (queue_obj *)(void *)q;
+    vQueueDelete(o->h);
+    pool_lock();
+    o->slot->used = false;
+    pool_unlock();
+    return RTB_OK;
+}
+
+int rtb_queue_send(rtb_queue *q, const void *msg, size_t len, rtb_time deadline)
+{
+    queue_obj *o = (queue_obj *)(void *)q;
+    if (len > o->msg_size)
+        return RTB_EINVAL;
+    uint8_t *item = o->send_item;
+    uint32_t n = (uint32_t)len;
+    memcpy(item, &n, sizeof n);
+    memcpy(item + ITEM_HEADER, msg, len);
+    QueueHandle_t h = o->h;
+#define Q_SEND(ticks) xQueueSend(h, item, (ticks))
+    TIMED_WAIT(Q_SEND, deadline);
+#undef Q_SEND
+}
+
+static int receive_into(uint8_t *item, void *buf, size_t cap)
+{
+    uint32_t n;
+    memcpy(&n, item, sizeof n);
+    if (n > cap)
+        return RTB_EINVAL;
+    memcpy(buf, item + ITEM_HEADER, n);
+    return (int)n;
+}
+
+int rtb_queue_receive(rtb_queue *q, void *buf, size_t cap, rtb_time deadline)
+{
+    queue_obj *o = (queue_obj *)(void *)q;
+    uint8_t *item = o->recv_item;
+    QueueHandle_t h = o->h;
+    if (deadline == 0)
+        return xQueueReceive(h, item, 0) == pdTRUE ? receive_into(item, buf, cap) : RTB_EAGAIN;
+    for (;;) {
+        TickType_t ticks = ticks_until(deadline);
+        if (xQueueReceive(h, item, ticks) == pdTRUE)
+            return receive_into(item, buf, cap);
+        if (ticks == 0 || rtb_clock_now() >= deadline)
+            return RTB_ETIMEDOUT;
+    }
+}
+
+/* ---- FreeRTOS hooks ------------------------------------------------------ */
+
+void vApplicationTickHook(void) { (void)board_ts_ticks(); }
+
+void vApplicationStackOverflowHook(TaskHandle_t task, char *name)
+{
+    (void)task;
+    fprintf(stdout, "\nrtbench-firmware: stack overflow in task %s\n", name);
+    fflush(stdout);
+    board_exit(4);
+}
+
+void rtb_freertos_assert(const char *file, int line)
+{
+    taskDISABLE_INTERRUPTS();
+    char buf[160];
+    int n = snprintf(buf, sizeof buf, "\nrtbench-firmware: FreeRTOS assert %s:%d\n", file, line);
+    board_write(buf, (size_t)n);
+    board_exit(4);
+}
