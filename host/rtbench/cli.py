@@ -16,7 +16,7 @@ import click
 from rich.table import Table
 
 from rtbench import __version__, catalogue, doctor, probe
-from rtbench.build import ARCHES, BOARDS, BuildError, ensure_agent, ensure_firmware
+from rtbench.build import ARCHES, BOARDS, BuildError, Flavor, ensure_agent, ensure_firmware
 from rtbench.commands import ab as ab_commands
 from rtbench.commands import analysis as analysis_commands
 from rtbench.commands import campaign as campaign_commands
@@ -79,7 +79,7 @@ def build(
 ) -> None:
     """Build the agent for this machine or a target architecture, or an RTOS
     port's firmware for a board."""
-    kind = "test" if flavor == "test" else "release"
+    kind: Flavor = "test" if flavor == "test" else "release"
     try:
         if port != "posix" or board is not None:
             if arch is not None or static is not None:

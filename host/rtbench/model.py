@@ -189,6 +189,27 @@ class Run:
         return how or "an emulator"
 
     @property
+    def emulated_time(self) -> str:
+        """What an emulated run's figures mean, from the clock the emulator
+        kept ("" when the target did not say)."""
+        target = self.machine.get("target") if isinstance(self.machine, dict) else None
+        if not isinstance(target, dict) or not target.get("emulated"):
+            return ""
+        detail = str(target.get("time_detail") or "")
+        if target.get("time") == "icount":
+            return (
+                f"Its figures are {detail or 'instruction-count time (-icount)'}: repeatable, "
+                "and comparable between RTOSes on the same emulated board, but not a hardware "
+                "latency."
+            )
+        if target.get("time") == "host":
+            return (
+                "Its figures are emulated time following the host's clock: they vary with the "
+                "host's load, and are not a hardware latency."
+            )
+        return ""
+
+    @property
     def realtime(self) -> bool:
         rt = self.hello.get("realtime", {})
         return bool(rt.get("ok", False)) if isinstance(rt, dict) else False

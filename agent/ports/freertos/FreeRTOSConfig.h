@@ -9,7 +9,9 @@
 #define configCPU_CLOCK_HZ 25000000UL /* SysTick runs at the 25 MHz system clock */
 #define configTICK_RATE_HZ 1000
 #define configUSE_PREEMPTION 1
-#define configUSE_TIME_SLICING 1
+/* Off: a thread created round-robin is sliced by the port's tick hook,
+ * the others run until they block or yield (SCHED_FIFO's rule). */
+#define configUSE_TIME_SLICING 0
 #define configUSE_PORT_OPTIMISED_TASK_SELECTION 0 /* 100 priorities: above its 32 */
 #define configMAX_PRIORITIES 100
 #define configMINIMAL_STACK_SIZE 256 /* words */
@@ -24,7 +26,7 @@
 #define configUSE_QUEUE_SETS 0
 #define configUSE_NEWLIB_REENTRANT 0
 #define configENABLE_BACKWARD_COMPATIBILITY 0
-#define configNUM_THREAD_LOCAL_STORAGE_POINTERS 0
+#define configNUM_THREAD_LOCAL_STORAGE_POINTERS 1 /* the port's thread slot */
 
 #define configSUPPORT_STATIC_ALLOCATION 1
 #define configSUPPORT_DYNAMIC_ALLOCATION 0

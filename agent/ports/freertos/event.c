@@ -50,9 +50,10 @@ int rtb_event_delete(rtb_event *e)
     return RTB_OK;
 }
 
+/* Rounded up: an event never fires before the time it was armed for. */
 static uint32_t ticks_of(rtb_time ns)
 {
-    rtb_time t = ns / BOARD_TS_NS;
+    rtb_time t = (ns + BOARD_TS_NS - 1) / BOARD_TS_NS;
     return t < 1 ? 1 : t > 0xFFFFFFF0 ? 0xFFFFFFF0u : (uint32_t)t;
 }
 

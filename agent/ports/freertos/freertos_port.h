@@ -8,21 +8,29 @@
 #include "board.h"
 
 /* Object pools (static: the kernel has no heap). */
-#define RTB_FREERTOS_THREADS 24
+#define RTB_FREERTOS_THREADS 1040 /* THR-SW: 1000 threads in turn */
 #define RTB_FREERTOS_MUTEXES 16
 #define RTB_FREERTOS_QUEUES 8
 #define RTB_FREERTOS_EVENTS 4
-/* Stacks of case threads; cases ask for up to 64 KiB while series (with
- * their 16 KiB histograms) live on their stacks. */
-#define RTB_FREERTOS_STACK_ARENA (512 * 1024)
-#define RTB_FREERTOS_DEFAULT_STACK (8 * 1024)
+/* Stacks of case threads, from one arena. Cases ask for up to 64 KiB (a
+ * POSIX thread's stack costs nothing until touched) but their threads use
+ * under 256 bytes (measured: bench/bench_freertos.py); a thread here gets
+ * at most RTB_FREERTOS_MAX_STACK, and FreeRTOS's overflow check (method 2)
+ * ends the run with a message if that was too little. */
+#define RTB_FREERTOS_MAX_STACK (2 * 1024)
+#define RTB_FREERTOS_DEFAULT_STACK RTB_FREERTOS_MAX_STACK
+#define RTB_FREERTOS_STACK_ARENA (RTB_FREERTOS_THREADS * RTB_FREERTOS_MAX_STACK)
 #define RTB_FREERTOS_QUEUE_ARENA (64 * 1024)
+/* Bulk memory (mps2-an385: PSRAM), not cleared at start. */
+#define RTB_BULK __attribute__((section(".psram")))
 /* The task that runs the agent's plan (the core's runner, the cases). */
-#define RTB_FREERTOS_MAIN_STACK (160 * 1024)
+#define RTB_FREERTOS_MAIN_STACK (320 * 1024) /* series on its stack: CLK-RES, CLK-DUR */
 
 /* A thread's stack use, noted when it is joined: the firmware reports the
  * high-water mark of every case (freertos_stack_report). */
 void freertos_stack_note(const char *name, size_t size, size_t unused);
+/* Bytes of the stack arena handed to threads so far. */
+size_t freertos_stacks_reserved(void);
 /* Writes the notes gathered since the last call as one line each. */
 void freertos_stack_report(void);
 

@@ -31,13 +31,16 @@ typedef struct thread_slot {
     rtb_thread_fn fn;
     void *arg;
     bool used;
+    bool round_robin;
     char name[configMAX_TASK_NAME_LEN];
     UBaseType_t high_water; /* words never used, at the end of its last run */
 } thread_slot;
 
 static thread_slot threads[RTB_FREERTOS_THREADS];
-static StackType_t stack_arena[RTB_FREERTOS_STACK_ARENA / sizeof(StackType_t)];
+RTB_BULK static StackType_t stack_arena[RTB_FREERTOS_STACK_ARENA / sizeof(StackType_t)];
 static size_t stack_arena_used; /* words */
+
+size_t freertos_stacks_reserved(void) { return stack_arena_used * sizeof(StackType_t); }
 
 typedef struct {
     thread_slot *slot;
@@ -69,7 +72,7 @@ typedef struct queue_slot {
     bool used;
 } queue_slot;
 static queue_slot queues[RTB_FREERTOS_QUEUES];
-static uint8_t queue_arena[RTB_FREERTOS_QUEUE_ARENA];
+RTB_BULK static uint8_t queue_arena[RTB_FREERTOS_QUEUE_ARENA];
 static size_t queue_arena_used;
 
 typedef struct {
@@ -198,6 +201,8 @@ int rtb_thread_create(rtb_thread *t, const rtb_thread_attr *attr, rtb_thread_fn 
     if (attr->priority < 1 || attr->priority > RTB_PRIO_MAX || attr->cpu > 0)
         return RTB_EINVAL;
     size_t bytes = attr->stack_size ? attr->stack_size : RTB_FREERTOS_DEFAULT_STACK;
+    if (bytes > RTB_FREERTOS_MAX_STACK)
+        bytes = RTB_FREERTOS_MAX_STACK;
     size_t words = (bytes + sizeof(StackType_t) - 1) / sizeof(StackType_t);
     pool_lock();
     thread_slot *s = slot_take(words);
@@ -206,13 +211,19 @@ int rtb_thread_create(rtb_thread *t, const rtb_thread_attr *attr, rtb_thread_fn 
         return RTB_ENOMEM;
     s->fn = fn;
     s->arg = arg;
+    s->round_robin = attr->round_robin;
     s->high_water = 0;
     snprintf(s->name, sizeof s->name, "%s", attr->name ? attr->name : "rtb");
     s->done = xSemaphoreCreateBinaryStatic(&s->done_buf);
     ((thread_obj *)(void *)t)->slot = s;
     /* Whole stack of the slot: a reused slot may have more than asked. */
+    /* Created suspended-free but under the scheduler lock: the slot pointer
+     * is in place before the task can run (or be sliced). */
+    vTaskSuspendAll();
     s->task = xTaskCreateStatic(trampoline, s->name, s->stack_words, s, (UBaseType_t)attr->priority,
                                 s->stack, &s->tcb);
+    vTaskSetThreadLocalStoragePointer(s->task, 0, s);
+    (void)xTaskResumeAll();
     return RTB_OK;
 }
 
@@ -479,7 +490,16 @@ int rtb_queue_receive(rtb_queue *q, void *buf, size_t cap, rtb_time deadline)
 
 /* ---- FreeRTOS hooks ------------------------------------------------------ */
 
-void vApplicationTickHook(void) { (void)board_ts_ticks(); }
+void vApplicationTickHook(void)
+{
+    (void)board_ts_ticks();
+    /* Round robin for the threads created with it: at each tick the
+     * running one goes behind the ready threads of its priority (the
+     * scheduler picks the next entry of that priority's list). */
+    thread_slot *s = pvTaskGetThreadLocalStoragePointer(NULL, 0);
+    if (s && s->round_robin)
+        portYIELD_FROM_ISR(pdTRUE);
+}
 
 void vApplicationStackOverflowHook(TaskHandle_t task, char *name)
 {

@@ -32,7 +32,7 @@ file(GLOB _cases ${CMAKE_CURRENT_SOURCE_DIR}/cases/*.c)
 add_executable(rtbench-agent
   ${_core} ${_cases}
   ${_port}/port.c ${_port}/event.c ${_port}/timing.c ${_port}/firmware.c
-  ${_port}/noload.c ${_port}/stacks.c ${_port}/syscalls.c
+  ${_port}/load.c ${_port}/stacks.c ${_port}/syscalls.c ${_port}/printf_z.c
   ${_board}/board.c ${_board}/startup.c)
 target_include_directories(rtbench-agent PRIVATE include core ${_port} ${_board})
 target_link_libraries(rtbench-agent PRIVATE freertos_kernel m)
@@ -44,7 +44,8 @@ set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/cases/thr_sw.c PROPERTIE
   COMPILE_OPTIONS -Wno-error=format)
 set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/core/main.c PROPERTIES
   COMPILE_DEFINITIONS main=rtb_agent_main)
-target_link_options(rtbench-agent PRIVATE -T${_board}/${RTB_BOARD}.ld -Wl,-Map=rtbench-agent.map)
+target_link_options(rtbench-agent PRIVATE -T${_board}/${RTB_BOARD}.ld -Wl,-Map=rtbench-agent.map
+  -Wl,--wrap=_vfprintf_r,--wrap=_svfprintf_r,--wrap=_vfiprintf_r,--wrap=_svfiprintf_r)
 set_target_properties(rtbench-agent PROPERTIES LINK_DEPENDS ${_board}/${RTB_BOARD}.ld)
 
 set(_flags "${CMAKE_C_FLAGS} ${CMAKE_C_FLAGS_${CMAKE_BUILD_TYPE}}")

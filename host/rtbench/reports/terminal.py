@@ -51,7 +51,8 @@ def _header(run: Run, console: Console) -> None:
         console.print(
             Text(
                 f"  EMULATED: the target ran in {run.emulated}; every figure below is flagged "
-                "emulated and compares only with runs of the same emulator on the same host.",
+                "emulated and compares only with runs of the same emulator on the same host."
+                + (f" {run.emulated_time}" if run.emulated_time else ""),
                 style="bold white on magenta",
             )
         )

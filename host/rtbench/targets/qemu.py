@@ -276,11 +276,16 @@ class QemuTarget:
         return Reachability(True, f"{k.name} {k.release}".strip())
 
 
-def make_target(name: str, opts: Options, label: str) -> QemuTarget:
-    """`qemu:NAME` with its options (the entry point of targets.resolve)."""
+def make_target(name: str, opts: Options, label: str) -> Any:
+    """`qemu:NAME` with its options (the entry point of targets.resolve):
+    a Linux kernel, or an RTOS firmware on an emulated board."""
+    from rtbench.targets import qemu_board
+
+    if name in qemu_board.BOARDS:
+        return qemu_board.make_target(name, opts, label)
     if name not in kernels.KNOWN and "/" not in name and not Path(name).is_file():
         raise TargetError(
-            f"qemu:{name}: unknown kernel; use qemu:debian-rt, qemu:debian-generic or "
-            "qemu:/path/to/bzImage"
+            f"qemu:{name}: unknown kernel or board; use qemu:debian-rt, qemu:debian-generic, "
+            f"qemu:/path/to/bzImage or {', '.join('qemu:' + b for b in qemu_board.BOARDS)}"
         )
     return QemuTarget(name, QemuSettings.from_options(opts), label)

@@ -88,9 +88,11 @@ void board_timer_start(uint32_t ticks, uint32_t period)
     T_CTRL(TIMER0) = 0;
     T_INTCLEAR(TIMER0) = 1;
     NVIC_ICPR = 1u << BOARD_EVENT_IRQ_TIMER;
-    /* The counter runs from VALUE down to 0, interrupts and reloads. */
+    /* The counter runs from VALUE down to 0 and interrupts, then from
+     * RELOAD down to 0 again: RELOAD + 1 ticks a period. RELOAD first: a
+     * write to it also sets the count (QEMU does so). */
+    T_RELOAD(TIMER0) = period ? period - 1 : 0xFFFFFFFFu;
     T_VALUE(TIMER0) = ticks ? ticks : 1;
-    T_RELOAD(TIMER0) = period ? period : 0xFFFFFFFFu;
     T_CTRL(TIMER0) = T_EN | T_IRQEN;
 }
 

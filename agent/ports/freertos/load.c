@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Loads of the FreeRTOS port. The cases' own "kernel" load (THR-PRE,
+ * IRQ-RSP, JIT-PER: threads below the case's that keep the kernel busy) is
+ * a storm of FreeRTOS calls that enter its critical sections: queue send
+ * and receive, semaphore give and take, scheduler suspend and resume, and
+ * yield. A run-wide --load is `none` only (the POSIX kinds are file,
+ * memory and process storms this board has no counterpart for). */
+#include <stdio.h>
+#include <string.h>
+
+#include "FreeRTOS.h"
+#include "queue.h"
+#include "semphr.h"
+#include "task.h"
+
+#include "../../core/rtb.h"
+#include "../../loads/load.h"
+
+#define MAX_LOAD_THREADS 16
+
+typedef struct kernel_worker {
+    rtb_load *load;
+    StaticQueue_t qbuf;
+    uint32_t qstore[4];
+    StaticSemaphore_t sbuf;
+    _Atomic uint32_t ops;
+} kernel_worker;
+
+struct rtb_load {
+    int n;
+    rtb_thread th[MAX_LOAD_THREADS];
+    kernel_worker w[MAX_LOAD_THREADS];
+    atomic_bool stop;
+    bool used;
+};
+
+static rtb_load loads[2]; /* a case starts one at a time */
+
+static void kernel_storm(void *arg)
+{
+    kernel_worker *w = arg;
+    QueueHandle_t q = xQueueCreateStatic(4, sizeof(uint32_t), (uint8_t *)w->qstore, &w->qbuf);
+    SemaphoreHandle_t s = xSemaphoreCreateBinaryStatic(&w->sbuf);
+    uint32_t v = 0;
+    while (!atomic_load(&w->load->stop)) {
+        xQueueSend(q, &v, 0);
+        xQueueReceive(q, &v, 0);
+        xSemaphoreGive(s);
+        xSemaphoreTake(s, 0);
+        vTaskSuspendAll();
+        v++;
+        (void)xTaskResumeAll();
+        taskYIELD();
+        atomic_fetch_add(&w->ops, 1);
+    }
+    vQueueDelete(q);
+    vSemaphoreDelete(s);
+}
+
+int rtb_load_parse(const char *text, rtb_load_spec *specs, int cap, int *n, char *err,
+                   size_t errcap)
+{
+    (void)specs;
+    (void)cap;
+    *n = 0;
+    if (strcmp(text, "none") == 0)
+        return RTB_OK;
+    snprintf(err, errcap, "the freertos port has no background loads: use none");
+    return RTB_EINVAL;
+}
+
+const char *rtb_load_kind_name(const rtb_load_spec *spec)
+{
+    (void)spec;
+    return "none";
+}
+
+void rtb_load_help(FILE *f) { fprintf(f, "loads: none on this port\n"); }
+
+int rtb_load_begin(rtb_load **out, const rtb_load_spec *spec, const rtb_load_place *place,
+                   char *err, size_t errcap)
+{
+    (void)spec;
+    (void)place;
+    *out = NULL;
+    snprintf(err, errcap, "the freertos port has no background loads");
+    return RTB_ENOTSUP;
+}
+
+int rtb_load_stop(rtb_load *l, rtb_time deadline, rtb_load_stats *st)
+{
+    if (st)
+        memset(st, 0, sizeof *st);
+    if (!l)
+        return RTB_OK;
+    atomic_store(&l->stop, true);
+    int rc = RTB_OK;
+    uint64_t min = UINT64_MAX, total = 0;
+    for (int i = 0; i < l->n; i++) {
+        if (rtb_thread_join(&l->th[i], deadline) != RTB_OK) {
+            rc = RTB_ETIMEDOUT; /* its memory stays reserved */
+            continue;
+        }
+        uint64_t ops = atomic_load(&l->w[i].ops);
+        total += ops;
+        min = ops < min ? ops : min;
+    }
+    if (st) {
+        st->threads = l->n;
+        st->ops_total = total;
+        st->ops_min = l->n ? min : 0;
+        st->unit = "kernel-call rounds";
+    }
+    if (rc == RTB_OK)
+        l->used = false;
+    return rc;
+}
+
+rtb_time rtb_load_start_ns(const rtb_load *l)
+{
+    (void)l;
+    return 0;
+}
+
+void rtb_load_describe(const rtb_load *l, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%d kernel-call thread%s", l ? l->n : 0, l && l->n == 1 ? "" : "s");
+}
+
+int rtb_load_start(rtb_load **out, const char *kind, int n, int cpu, int priority, char *err,
+                   size_t errcap)
+{
+    (void)cpu; /* one CPU */
+    *out = NULL;
+    if (n == 0)
+        return RTB_OK;
+    if (strcmp(kind, "kernel") != 0) {
+        snprintf(err, errcap, "the freertos port has no %s load", kind);
+        return RTB_ENOTSUP;
+    }
+    if (n < 0 || n > MAX_LOAD_THREADS) {
+        snprintf(err, errcap, "at most %d load threads on this port", MAX_LOAD_THREADS);
+        return RTB_EINVAL;
+    }
+    rtb_load *l = NULL;
+    vTaskSuspendAll();
+    for (size_t i = 0; i < sizeof loads / sizeof loads[0] && !l; i++)
+        if (!loads[i].used) {
+            l = &loads[i];
+            l->used = true;
+        }
+    (void)xTaskResumeAll();
+    if (!l) {
+        snprintf(err, errcap, "too many loads at once");
+        return RTB_ENOMEM;
+    }
+    atomic_store(&l->stop, false);
+    l->n = 0;
+    /* 0: "normal" scheduling, FreeRTOS's lowest priority above idle. */
+    rtb_thread_attr a = {.name = "load-kernel", .priority = priority > 0 ? priority : 1,
+                         .cpu = -1};
+    for (int i = 0; i < n; i++) {
+        l->w[i].load = l;
+        atomic_store(&l->w[i].ops, 0);
+        if (rtb_thread_create(&l->th[i], &a, kernel_storm, &l->w[i]) != RTB_OK) {
+            snprintf(err, errcap, "could create only %d of %d load threads", i, n);
+            rtb_load_stop(l, RTB_FOREVER, NULL);
+            return RTB_ENOMEM;
+        }
+        l->n = i + 1;
+    }
+    *out = l;
+    return RTB_OK;
+}
+
+int rtb_load_guard(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    return 2;
+}

@@ -1,0 +1,333 @@
+"""QEMU board targets: an RTOS firmware booted on an emulated board, its
+stream read from the board's emulated UART.
+
+    qemu:freertos-mps2-an385     the FreeRTOS port on ARM's MPS2 AN385
+                                 (Cortex-M3), QEMU's -machine mps2-an385
+
+The firmware is built (`rtbench build --port freertos --board mps2-an385`,
+cached) and booted once per run; the run's arguments reach it through
+semihosting (its SYS_GET_CMDLINE), its exit status comes back as QEMU's exit
+code (semihosting exit), and QEMU is always stopped: at the agent's exit,
+after the boot or idle timeout, on Ctrl-C and on any error.
+
+Options (query string or targets file):
+
+    time=icount     icount: virtual time, one instruction = 2^shift ns
+                    (deterministic: the same firmware gives the same
+                    figures); host: emulated time follows the host's clock
+    shift=5         the -icount shift
+    flavor=release  test: the firmware with the fault-injection hooks
+    max_samples=2000 samples the firmware buffers per series (its RAM)
+    boot_timeout=60 seconds until the firmware's first record
+
+Every run is `emulated`. Under -icount a figure is instruction-count time:
+repeatable and comparable between RTOSes on the same emulated board, not a
+hardware latency.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rtbench.build import (
+    FREERTOS_KERNEL_TAG,
+    BuildError,
+    Flavor,
+    agent_source,
+    ensure_firmware,
+)
+from rtbench.targets import (
+    Options,
+    Reachability,
+    TargetError,
+    check_options,
+    opt_float,
+    opt_int,
+    opt_str,
+)
+from rtbench.targets.qemu import qemu_version
+from rtbench.targets.qemu_transport import die_with_parent
+from rtbench.transports.base import TransportError
+from rtbench.transports.process import ChildTransport
+
+OPTIONS = ("time", "shift", "flavor", "max_samples", "boot_timeout")
+# Plain lines the firmware writes besides its records (stack use, faults).
+FIRMWARE_PREFIX = b"rtbench-firmware: "
+EXIT_WAIT_S = 10.0
+
+
+@dataclass(frozen=True)
+class BoardSpec:
+    """An emulated board with its RTOS firmware."""
+
+    name: str  # as qemu:NAME spells it
+    port: str  # agent/ports/<port>
+    board: str  # agent/ports/<port>/board/<board>
+    os: str
+    os_version: str
+    qemu: str  # the qemu-system-* executable
+    machine: str
+    cpu: str
+    package: str  # the Debian package providing `qemu`
+
+
+BOARDS: dict[str, BoardSpec] = {
+    b.name: b
+    for b in (
+        BoardSpec(
+            "freertos-mps2-an385",
+            "freertos",
+            "mps2-an385",
+            "FreeRTOS",
+            FREERTOS_KERNEL_TAG,
+            "qemu-system-arm",
+            "mps2-an385",
+            "cortex-m3",
+            "qemu-system-arm",
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class BoardSettings:
+    time: str = "icount"  # icount or host
+    shift: int = 5
+    flavor: str = "release"
+    max_samples: int = 2000
+    boot_timeout: float = 60.0
+
+    @classmethod
+    def from_options(cls, opts: Options) -> BoardSettings:
+        check_options("qemu board", opts, OPTIONS)
+        clock = (opt_str(opts, "time", "icount") or "icount").lower()
+        if clock not in ("icount", "host"):
+            raise TargetError(f"time={clock!r}: expected icount or host")
+        flavor = (opt_str(opts, "flavor", "release") or "release").lower()
+        if flavor not in ("release", "test"):
+            raise TargetError(f"flavor={flavor!r}: expected release or test")
+        shift = opt_int(opts, "shift", 5, lo=0)
+        if shift > 10:
+            raise TargetError(f"shift={shift}: expected 0..10 (2^shift ns per instruction)")
+        return cls(
+            time=clock,
+            shift=shift,
+            flavor=flavor,
+            max_samples=opt_int(opts, "max_samples", 2000),
+            boot_timeout=opt_float(opts, "boot_timeout", 60.0),
+        )
+
+    def clock_args(self) -> list[str]:
+        # sleep=off: virtual time does not jump over idle periods to catch
+        # up with the host; it advances with instructions only.
+        return ["-icount", f"shift={self.shift},sleep=off"] if self.time == "icount" else []
+
+
+def semihosting_args(args: list[str]) -> str:
+    """QEMU's -semihosting-config value carrying `args` (program name first);
+    QEMU's option syntax doubles a comma inside a value."""
+    for a in args:
+        if not a or any(c.isspace() for c in a):
+            raise TransportError(f"argument {a!r}: a firmware's arguments cannot hold spaces")
+    words = ["rtbench-agent", *args]
+    return "enable=on,target=native," + ",".join(f"arg={w.replace(',', ',,')}" for w in words)
+
+
+def cap_samples(args: list[str], most: int) -> list[str]:
+    """`args` with --max-samples at most `most` (the board's RAM holds no
+    more; the agent's hello says what it used)."""
+    out: list[str] = []
+    given = False
+    it = iter(args)
+    for a in it:
+        value: str | None = None
+        if a == "--max-samples":
+            value = next(it, str(most))
+        elif a.startswith("--max-samples="):
+            value = a.split("=", 1)[1]
+        if value is None:
+            out.append(a)
+            continue
+        given = True
+        n = int(value) if value.isdigit() else most
+        out.append(f"--max-samples={min(n, most)}")
+    return out if given else [f"--max-samples={most}", *out]
+
+
+def tick_rate(port: str) -> int | None:
+    """configTICK_RATE_HZ of the port's FreeRTOSConfig.h (None: unknown)."""
+    try:
+        text = (agent_source() / "ports" / port / "FreeRTOSConfig.h").read_text()
+    except (OSError, BuildError):
+        return None
+    m = re.search(r"#define\s+configTICK_RATE_HZ\s+(\d+)", text)
+    return int(m.group(1)) if m else None
+
+
+class BoardTransport(ChildTransport):
+    """Boots the firmware in QEMU per run; the UART is QEMU's stdout."""
+
+    def __init__(
+        self, name: str, spec: BoardSpec, settings: BoardSettings, firmware: Path, qemu: str
+    ) -> None:
+        super().__init__()
+        self.name = name
+        self.spec = spec
+        self.settings = settings
+        self.firmware = firmware
+        self.qemu = qemu
+        self.notes: list[str] = []  # the firmware's plain lines (stack use, faults)
+        self.timings: dict[str, float] = {}  # seconds after QEMU started
+        self._t0 = 0.0
+
+    def argv(self, args: list[str]) -> list[str]:
+        return [
+            self.qemu,
+            "-machine", self.spec.machine,
+            "-cpu", self.spec.cpu,
+            "-nographic", "-monitor", "none", "-serial", "stdio",
+            "-semihosting-config", semihosting_args(args),
+            *self.settings.clock_args(),
+            "-kernel", str(self.firmware),
+        ]  # fmt: skip
+
+    def start(self, args: list[str]) -> None:
+        self.stop()
+        self.proc = None
+        self.notes, self.timings = [], {}
+        self._reset_streams()
+        args = cap_samples(args, self.settings.max_samples)
+        self._t0 = time.monotonic()
+        self._spawn(self.argv(args), self.qemu, preexec=die_with_parent)
+
+    def _line(self, line: bytes) -> bytes | None:
+        line = line.rstrip(b"\r")
+        at = line.find(FIRMWARE_PREFIX)
+        if at >= 0:
+            self.notes.append(line[at + len(FIRMWARE_PREFIX) :].decode("utf-8", "replace"))
+            return None
+        self.timings.setdefault("first_record", time.monotonic() - self._t0)
+        return line
+
+    def _timeout(self) -> float | None:
+        if "first_record" not in self.timings:
+            return max(self.idle_timeout or 0.0, self.settings.boot_timeout)
+        return self.idle_timeout
+
+    def _silence(self, timeout: float) -> str:
+        what = "the firmware did not start" if "first_record" not in self.timings else (
+            "the firmware wrote nothing"
+        )
+        return f"{what} for {timeout:.0f} s; stopped QEMU"
+
+    def stop(self) -> int | None:
+        proc = self.proc
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            # The firmware ends QEMU itself (semihosting exit) right after
+            # its last record; one that does not is stopped.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=EXIT_WAIT_S if self.timings else 0.1)
+        if proc.poll() is None:
+            proc.kill()
+        status = self._reap(proc)
+        self.timings.setdefault("exit", time.monotonic() - self._t0)
+        return status if status >= 0 else 255
+
+    def stack_use(self) -> dict[str, tuple[int, int]]:
+        """{task: (stack size, bytes used)} from the firmware's notes."""
+        use: dict[str, tuple[int, int]] = {}
+        for note in self.notes:
+            m = re.match(r"stack (\S+) size=(\d+) used=(\d+)", note)
+            if m:
+                use[m.group(1)] = (int(m.group(2)), int(m.group(3)))
+        return use
+
+    def diagnostics(self) -> str:
+        parts = [line for line in self._stderr[-10:] if line.strip()]
+        parts += [n for n in self.notes if not n.startswith(("stack ", "ram "))]
+        return "\n".join(parts)
+
+
+class BoardTarget:
+    """An RTOS firmware on an emulated board (see the module's doc)."""
+
+    kind = "qemu"
+    emulated = True
+    is_local = False
+
+    def __init__(self, spec: BoardSpec, settings: BoardSettings, name: str | None = None) -> None:
+        self.spec = spec
+        self.settings = settings
+        self.name = name or f"qemu:{spec.name}"
+
+    def firmware(self) -> Path:
+        try:
+            flavor: Flavor = "test" if self.settings.flavor == "test" else "release"
+            return ensure_firmware(self.spec.port, self.spec.board, flavor)
+        except BuildError as e:
+            raise TransportError(str(e)) from None
+
+    def find_qemu(self) -> str:
+        path = shutil.which(self.spec.qemu)
+        if path is None:
+            raise TransportError(
+                f"{self.spec.qemu} not found: install QEMU "
+                f"(Debian/Ubuntu: apt-get install {self.spec.package})"
+            )
+        return path
+
+    def metadata(self) -> dict[str, Any]:
+        s = self.settings
+        meta: dict[str, Any] = {
+            "kind": "qemu",
+            "emulator": "qemu",
+            "accel": "tcg",
+            "machine": self.spec.machine,
+            "board": self.spec.board,
+            "cpu": self.spec.cpu,
+            "os": self.spec.os,
+            "os_version": self.spec.os_version,
+            "port": self.spec.port,
+            "time": s.time,
+            "firmware": s.flavor,
+        }
+        if s.time == "icount":
+            meta["icount_shift"] = s.shift
+            meta["time_detail"] = (
+                f"instruction-count time (-icount shift={s.shift}: one instruction = "
+                f"{2**s.shift} ns)"
+            )
+        else:
+            meta["time_detail"] = "host time (emulated timings follow the host's load)"
+        rate = tick_rate(self.spec.port)
+        if rate:
+            meta["tick_rate_hz"] = rate
+        qemu = shutil.which(self.spec.qemu)
+        if qemu:
+            meta["qemu"] = qemu_version(qemu)
+        return meta
+
+    def transport(self, agent: Path | None = None) -> BoardTransport:
+        """`agent`: a firmware ELF to boot instead of the one rtbench builds."""
+        qemu = self.find_qemu()
+        firmware = agent or self.firmware()
+        return BoardTransport(self.name, self.spec, self.settings, firmware, qemu)
+
+    def check(self, timeout: float = 10.0) -> Reachability:
+        del timeout
+        if shutil.which(self.spec.qemu) is None:
+            return Reachability(False, f"{self.spec.qemu} not found")
+        return Reachability(True, f"{self.spec.qemu} -machine {self.spec.machine}")
+
+
+def make_target(name: str, opts: Options, label: str) -> BoardTarget:
+    return BoardTarget(BOARDS[name], BoardSettings.from_options(opts), label)
