@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "board.h"
+#include "rtb_port_config.h"
 
 /* Object pools (static: the kernel has no heap). */
 #define RTB_FREERTOS_THREADS 1040 /* THR-SW: 1000 threads in turn */
@@ -17,14 +18,14 @@
  * under 256 bytes (measured: bench/bench_freertos.py); a thread here gets
  * at most RTB_FREERTOS_MAX_STACK, and FreeRTOS's overflow check (method 2)
  * ends the run with a message if that was too little. */
-#define RTB_FREERTOS_MAX_STACK (2 * 1024)
-#define RTB_FREERTOS_DEFAULT_STACK RTB_FREERTOS_MAX_STACK
+#define RTB_FREERTOS_MAX_STACK RTB_THREAD_STACK
+#define RTB_FREERTOS_DEFAULT_STACK RTB_THREAD_STACK
 #define RTB_FREERTOS_STACK_ARENA (RTB_FREERTOS_THREADS * RTB_FREERTOS_MAX_STACK)
 #define RTB_FREERTOS_QUEUE_ARENA (64 * 1024)
 /* Bulk memory (mps2-an385: PSRAM), not cleared at start. */
 #define RTB_BULK __attribute__((section(".psram")))
 /* The task that runs the agent's plan (the core's runner, the cases). */
-#define RTB_FREERTOS_MAIN_STACK (320 * 1024) /* series on its stack: CLK-RES, CLK-DUR */
+#define RTB_FREERTOS_MAIN_STACK (16 * 1024) /* the runner and the cases' own frames */
 
 /* A thread's stack use, noted when it is joined: the firmware reports the
  * high-water mark of every case (freertos_stack_report). */

@@ -14,7 +14,7 @@
 #include "task.h"
 
 #include "../../core/rtb.h"
-#include "../../loads/load.h"
+#include "rtb/load.h"
 
 #define MAX_LOAD_THREADS 16
 
@@ -57,25 +57,11 @@ static void kernel_storm(void *arg)
     vSemaphoreDelete(s);
 }
 
-int rtb_load_parse(const char *text, rtb_load_spec *specs, int cap, int *n, char *err,
-                   size_t errcap)
-{
-    (void)specs;
-    (void)cap;
-    *n = 0;
-    if (strcmp(text, "none") == 0)
-        return RTB_OK;
-    snprintf(err, errcap, "the freertos port has no background loads: use none");
-    return RTB_EINVAL;
-}
-
 const char *rtb_load_kind_name(const rtb_load_spec *spec)
 {
     (void)spec;
     return "none";
 }
-
-void rtb_load_help(FILE *f) { fprintf(f, "loads: none on this port\n"); }
 
 int rtb_load_begin(rtb_load **out, const rtb_load_spec *spec, const rtb_load_place *place,
                    char *err, size_t errcap)
@@ -83,7 +69,7 @@ int rtb_load_begin(rtb_load **out, const rtb_load_spec *spec, const rtb_load_pla
     (void)spec;
     (void)place;
     *out = NULL;
-    snprintf(err, errcap, "the freertos port has no background loads");
+    snprintf(err, errcap, "unsupported: this port has no run-wide background loads");
     return RTB_ENOTSUP;
 }
 
@@ -173,9 +159,3 @@ int rtb_load_start(rtb_load **out, const char *kind, int n, int cpu, int priorit
     return RTB_OK;
 }
 
-int rtb_load_guard(int argc, char **argv)
-{
-    (void)argc;
-    (void)argv;
-    return 2;
-}

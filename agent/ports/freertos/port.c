@@ -26,8 +26,9 @@ typedef struct thread_slot {
     StaticSemaphore_t done_buf;
     SemaphoreHandle_t done;
     TaskHandle_t task;
-    StackType_t *stack;
+    StackType_t *stack; /* the pool's, kept by the slot (NULL: none yet) */
     size_t stack_words;
+    size_t run_stack_words; /* the stack the current task runs on */
     rtb_thread_fn fn;
     void *arg;
     bool used;
@@ -179,7 +180,7 @@ static thread_slot *slot_take(size_t words)
         thread_slot *s = &threads[i];
         if (s->used)
             continue;
-        if (s->stack && s->stack_words >= words) {
+        if ((s->stack && s->stack_words >= words) || (words == 0 && !fresh && !s->stack)) {
             s->used = true;
             return s;
         }
@@ -198,17 +199,26 @@ static thread_slot *slot_take(size_t words)
 
 int rtb_thread_create(rtb_thread *t, const rtb_thread_attr *attr, rtb_thread_fn fn, void *arg)
 {
-    if (attr->priority < 1 || attr->priority > RTB_PRIO_MAX || attr->cpu > 0)
+    if (!attr->normal && (attr->priority < 1 || attr->priority > RTB_PRIO_MAX))
         return RTB_EINVAL;
+    if (attr->cpu > 0)
+        return RTB_EINVAL;
+    bool own = attr->stack != NULL && attr->stack_size >= 256;
     size_t bytes = attr->stack_size ? attr->stack_size : RTB_FREERTOS_DEFAULT_STACK;
-    if (bytes > RTB_FREERTOS_MAX_STACK)
+    if (!own && bytes > RTB_FREERTOS_MAX_STACK)
         bytes = RTB_FREERTOS_MAX_STACK;
     size_t words = (bytes + sizeof(StackType_t) - 1) / sizeof(StackType_t);
     pool_lock();
-    thread_slot *s = slot_take(words);
+    /* A caller's stack: a slot for the task alone (its pool stack unused). */
+    thread_slot *s = slot_take(own ? 0 : words);
     pool_unlock();
     if (!s)
         return RTB_ENOMEM;
+    StackType_t *stack = own ? (StackType_t *)attr->stack : s->stack;
+    size_t stack_words = own ? bytes / sizeof(StackType_t) : s->stack_words;
+    s->run_stack_words = stack_words;
+    /* Normal scheduling: above idle, below every real-time priority. */
+    UBaseType_t prio = attr->normal ? 1 : (UBaseType_t)attr->priority;
     s->fn = fn;
     s->arg = arg;
     s->round_robin = attr->round_robin;
@@ -220,8 +230,7 @@ int rtb_thread_create(rtb_thread *t, const rtb_thread_attr *attr, rtb_thread_fn 
     /* Created suspended-free but under the scheduler lock: the slot pointer
      * is in place before the task can run (or be sliced). */
     vTaskSuspendAll();
-    s->task = xTaskCreateStatic(trampoline, s->name, s->stack_words, s, (UBaseType_t)attr->priority,
-                                s->stack, &s->tcb);
+    s->task = xTaskCreateStatic(trampoline, s->name, stack_words, s, prio, stack, &s->tcb);
     vTaskSetThreadLocalStoragePointer(s->task, 0, s);
     (void)xTaskResumeAll();
     return RTB_OK;
@@ -258,7 +267,7 @@ int rtb_thread_join(rtb_thread *t, rtb_time deadline)
     }
     if (rc != RTB_OK)
         return rc;
-    freertos_stack_note(s->name, s->stack_words * sizeof(StackType_t),
+    freertos_stack_note(s->name, s->run_stack_words * sizeof(StackType_t),
                         s->high_water * sizeof(StackType_t));
     slot_release(s);
     ((thread_obj *)(void *)t)->slot = NULL;

@@ -60,6 +60,7 @@ from rtbench.transports.process import ChildTransport
 OPTIONS = ("time", "shift", "flavor", "max_samples", "boot_timeout")
 # Plain lines the firmware writes besides its records (stack use, faults).
 FIRMWARE_PREFIX = b"rtbench-firmware: "
+RECORD = b"@rtb "
 EXIT_WAIT_S = 10.0
 
 
@@ -212,6 +213,11 @@ class BoardTransport(ChildTransport):
         at = line.find(FIRMWARE_PREFIX)
         if at >= 0:
             self.notes.append(line[at + len(FIRMWARE_PREFIX) :].decode("utf-8", "replace"))
+            return None
+        if RECORD not in line:
+            # The console's other text: the agent's stderr (a refusal).
+            if line.strip():
+                self.notes.append(line.decode("utf-8", "replace"))
             return None
         self.timings.setdefault("first_record", time.monotonic() - self._t0)
         return line

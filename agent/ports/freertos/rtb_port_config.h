@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The FreeRTOS port's configuration (rtb/config.h lists the macros). The
+ * FreeRTOS objects live in the port's static pools (port.c), so an rtbench
+ * object holds a pointer and a handle; a semaphore holds its
+ * StaticSemaphore_t (80 bytes on Cortex-M3) itself. */
+#ifndef RTB_PORT_CONFIG_H
+#define RTB_PORT_CONFIG_H
+
+#define RTB_THREAD_STORAGE 16
+#define RTB_SEM_STORAGE 96
+#define RTB_MUTEX_STORAGE 16
+#define RTB_QUEUE_STORAGE 32
+#define RTB_EVENT_STORAGE 48
+#define RTB_STORAGE_ALIGN 8
+
+/* Case threads use under 256 bytes of stack (bench/bench_freertos.py). */
+#define RTB_THREAD_STACK 2048
+#define RTB_MAX_CPUS 1
+#define RTB_MAX_SAMPLES_DEFAULT 2000
+#define RTB_MAX_SAMPLES_LIMIT 200000
+#define RTB_MAX_RUN 64
+#define RTB_STREAM_BODY_CAP 16384
+#define RTB_PORT_HAS_LOADS 1
+
+#endif
