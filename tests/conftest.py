@@ -27,6 +27,11 @@ from rtbench.stream import ParseResult, assemble, parse_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# rtbench prints tables at COLUMNS' width, also into a pipe; under pytest
+# COLUMNS is 80, which would leave columns out of the tables tests read.
+# tests/host/test_tables.py sets narrow widths where it tests them.
+os.environ["COLUMNS"] = "200"
+
 
 @dataclass
 class AgentResult:

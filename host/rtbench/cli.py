@@ -25,9 +25,12 @@ from rtbench.commands import report as report_commands
 from rtbench.commands import run as run_commands
 from rtbench.commands import targets as targets_commands
 from rtbench.commands.common import (
+    configure_output,
     fail,
+    format_option,
     open_store,
     out,
+    print_data,
 )
 from rtbench.reports.terminal import render_run
 from rtbench.store import StoreError, default_store_path
@@ -47,6 +50,7 @@ def main(ctx: click.Context, db: str | None) -> None:
     """Measure and compare the real-time performance of operating systems."""
     ctx.ensure_object(dict)
     ctx.obj["db"] = db
+    configure_output()
 
 
 @main.command()
@@ -121,45 +125,49 @@ def list_cases(agent_path: Path | None) -> None:
 
 @main.command()
 @click.option("--label", "labels", multiple=True, metavar="KEY[=VALUE]", help="Filter by label.")
+@format_option
 @click.pass_context
-def runs(ctx: click.Context, labels: tuple[str, ...]) -> None:
+def runs(ctx: click.Context, labels: tuple[str, ...], fmt: str) -> None:
     """The stored runs, newest first."""
+    from rtbench.reports.figures import runs_table
+    from rtbench.reports.tables import print_table
+
     filters: dict[str, str | None] = {}
     for pair in labels:
         key, sep, value = pair.partition("=")
         filters[key] = value if sep else None
     with open_store(ctx) as store:
         rows = list(reversed(store.list_runs(filters or None)))
-    if not rows:
+    table = runs_table(rows)
+    if fmt != "table":
+        print_data(fmt, {"runs": table}, table)
+    elif not rows:
         out.print("no runs stored yet: try `rtbench run`")
-        return
-    t = Table(header_style="bold")
-    for col in ("id", "started", "target", "kernel", "cases", "result", "realtime", "labels"):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(
-            str(r.id),
-            r.started_at,
-            r.target,
-            r.kernel,
-            str(r.cases),
-            r.outcome,
-            "yes" if r.realtime else "[red]no[/red]",
-            ", ".join(f"{k}={v}" for k, v in r.labels.items()),
-        )
-    out.print(t)
+    else:
+        print_table(table, out)
 
 
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.argument("ref", default="latest")
+@format_option
 @click.pass_context
-def show(ctx: click.Context, ref: str) -> None:
-    """Show a stored run (an id, 'latest', or -N for the N-th newest)."""
+def show(ctx: click.Context, ref: str, fmt: str) -> None:
+    """Show a stored run (an id, 'latest', or -N for the N-th newest).
+
+    --format json: the run's figures, checks, warnings and cases as data;
+    --format csv: the figures.
+    """
     with open_store(ctx) as store:
         try:
             result = store.load(store.resolve(ref))
         except StoreError as e:
             fail(str(e))
+    if fmt != "table":
+        from rtbench.reports.figures import run_document
+
+        doc = run_document(result)
+        print_data(fmt, doc, doc["figures"])
+        return
     render_run(result, out)
 
 

@@ -51,7 +51,8 @@ def two_runs(db: Path, tmp_path: Path) -> Path:
 def test_compare(two_runs: Path) -> None:
     r = rtbench("compare", "1", "2", "--indicator", "p50")
     assert r.returncode == 0, r.stderr
-    assert re.search(r"THR-SW\s+│ switch\[n=2\]\s+│.*│\s+1\.5\d\s+│\s+0\*", r.stdout), r.stdout
+    row = r"THR-SW\s+│ switch\[n=2\]\s+│ µs\s+│.*│\s+1\.5\d\s+│\s+0\*"
+    assert re.search(row, r.stdout), r.stdout
     assert "Mann-Whitney U on raw samples" in r.stdout
     r = rtbench("compare", "--label", "os=x")
     assert r.returncode == 0 and "#2/#1" in r.stdout
@@ -159,7 +160,7 @@ def test_import_cyclictest(db: Path, tmp_path: Path) -> None:
     f.write_text(CYCLICTEST)
     r = rtbench("import-cyclictest", str(f), "--label", "tool=cyclictest")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert re.search(r"CYCLICTEST-T0\s+│ latency\s+│\s+100 │\s+4\.000 │\s+4\.690", r.stdout)
+    assert re.search(r"CYCLICTEST-T0\s+│ latency\s+│ µs\s+│\s+100 │\s+4\.000 │\s+4\.690", r.stdout)
     assert "stored as run 1" in r.stdout
     r = rtbench("runs", "--label", "tool=cyclictest")
     assert re.search(r"│ 1 .*│ b ", r.stdout), r.stdout
@@ -180,7 +181,7 @@ def test_import_a_real_cyclictest_file(db: Path, tmp_path: Path) -> None:
         pytest.skip(f"cyclictest could not run here: {run.stderr.strip()[:200]}")
     r = rtbench("import-cyclictest", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert re.search(r"CYCLICTEST-T0\s+│ latency\s+│\s+1000 │", r.stdout), r.stdout
+    assert re.search(r"CYCLICTEST-T0\s+│ latency\s+│ µs\s+│\s+1000 │", r.stdout), r.stdout
     r = rtbench("export", "1", "--format", "csv", "-o", "-")
     row = r.stdout.splitlines()[1].split(",")
     assert row[4:9] == ["CYCLICTEST-T0", "latency", "", "ns", "1000"]

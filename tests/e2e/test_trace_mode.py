@@ -59,10 +59,8 @@ def test_trace_run_adds_kernel_series_and_restores(db: Path, agent: Path) -> Non
     if "SEM-SHF passed" in r.stdout:
         # The kernel saw the agent's wake-ups: SEM-SHF's B thread is woken
         # once a sample, so kernel.wakeup has at least as many.
-        rows = {
-            m[1]: int(m[2])
-            for m in re.finditer(r"SEM-SHF\s+│ (give_to_run|kernel\.wakeup)\s+│\s+(\d+)", r.stdout)
-        }
+        row = r"SEM-SHF\s+│ (give_to_run|kernel\.wakeup)\s+│ \S+\s+│\s+(\d+)"
+        rows = {m[1]: int(m[2]) for m in re.finditer(row, r.stdout)}
         assert rows["kernel.wakeup"] >= rows["give_to_run"] > 0, rows
     # stored with the run
     shown = rtbench("show", "latest")

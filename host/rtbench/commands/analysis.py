@@ -24,6 +24,7 @@ from rtbench.analysis.compare import (
 from rtbench.analysis.determinism import curves
 from rtbench.analysis.evt import DEFAULT_PROBABILITIES, worst_case
 from rtbench.analysis.rating import (
+    Rating,
     Rubric,
     RubricError,
     load_rubric,
@@ -34,20 +35,28 @@ from rtbench.analysis.rating import (
 from rtbench.analysis.scores import composite_parts, composite_score
 from rtbench.analysis.stats import (
     INDICATORS,
-    PCT_NAMES,
-    PERCENTILES,
-    SIGMA3_CASES,
     has_all_samples,
-    series_stats,
 )
-from rtbench.commands.common import EXIT, check_output, fail, open_store, out, parse_labels
+from rtbench.commands.common import (
+    EXIT,
+    check_output,
+    fail,
+    format_option,
+    open_store,
+    out,
+    parse_labels,
+    print_data,
+)
 from rtbench.io.atomic import OutputError, atomic_binary, atomic_text
 from rtbench.io.cyclictest import read_cyclictest
 from rtbench.io.export import read_json, write_csv, write_json
 from rtbench.io.junit import junit_tree
 from rtbench.model import Run
 from rtbench.reference import figures_for
-from rtbench.reports.terminal import render_run, us
+from rtbench.reports.figures import comparison_table, find_series, run_info, statistics_table
+from rtbench.reports.tables import Column, Row, Tabular, print_table
+from rtbench.reports.terminal import render_run
+from rtbench.reports.units import fmt_value
 from rtbench.store import Store, StoreError, kernel_release
 
 _VERDICT_STYLE = {"passed": "green", "failed": "red", "error": "bold red", "skipped": "yellow"}
@@ -92,13 +101,6 @@ def _rubric(path: Path | None) -> Rubric:
         fail(str(e))
 
 
-def _fig(value: float | None, indicator: str, bounded: bool = False) -> str:
-    if value is None:
-        return "-"
-    text = f"{value:.0f}" if indicator == "n" else us(value)
-    return ("≤" if bounded else "") + text
-
-
 def _add(t: Table, *cells: str | Text) -> None:
     """A row of plain text: series labels like switch[n=2] are not markup."""
     t.add_row(*(c if isinstance(c, Text) else Text(c) for c in cells))
@@ -120,27 +122,20 @@ def _run_line(run: Run) -> str:
 # --- analyze ----------------------------------------------------------------
 
 
-def _stats_table(run: Run) -> Table:
-    title = "Statistics (µs; ≤ a histogram bucket's upper bound; ~ from bucket midpoints)"
-    t = Table(title=title, title_justify="left")
-    cols = ("n", "min", "mean", "stddev", *PCT_NAMES.values(), "max", "max 3σ (-out)")
-    t.add_column("case", no_wrap=True)
-    t.add_column("series", no_wrap=True)
-    for col in cols:
-        t.add_column(col, justify="right", no_wrap=True)
-    for c in run.cases:
-        for s in c.series:
-            st = series_stats(s, sigma3=c.case in SIGMA3_CASES)
-            pct = [_fig(st.pct.get(q), "p", st.is_bounded(PCT_NAMES[q])) for q in PERCENTILES]
-            filt = f"{us(st.filtered_max)} (-{st.filtered_out})" if st.filtered_max else "-"
-            sd = ("~" if not st.stddev_exact else "") + us(st.stddev)
-            head = [c.case, s.label, str(s.n), us(s.min), us(s.mean), sd]
-            _add(t, *head, *pct, Text(us(s.max), style="bold"), filt)
-    return t
+def _ratings(ratings: list[Rating], rubric: Rubric) -> Tabular:
+    rows = [
+        {"case": r.case, "series": r.series, "stars": r.stars, "why": r.reason} for r in ratings
+    ]
+    cols = [
+        Column("case", "case", 100, numeric=False),
+        Column("series", "series", 100, numeric=False),
+        Column("stars", "stars", 100, numeric=False, show=lambda r: _stars(r["stars"])),
+        Column("why", "why", 100, numeric=False),
+    ]
+    return Tabular(f"Rating (rubric: {rubric.source})", cols, rows)
 
 
-def _rating_table(run: Run, rubric: Rubric) -> None:
-    ratings = rate_run(run, rubric)
+def _rating_table(run: Run, ratings: list[Rating], t: Tabular) -> None:
     why_not = unrated_because(run)
     if why_not is not None:
         out.print(Text(f"Rating: {why_not}", style="yellow"))
@@ -148,12 +143,7 @@ def _rating_table(run: Run, rubric: Rubric) -> None:
     if not ratings:
         out.print("Rating: no rated series in this run (calibration only, or skipped)")
         return
-    t = Table(title=f"Rating (rubric: {rubric.source})", title_justify="left")
-    for col in ("case", "series", "stars", "why"):
-        t.add_column(col)
-    for r in ratings:
-        _add(t, r.case, r.series, _stars(r.stars), r.reason)
-    out.print(t)
+    print_table(t, out)
     overall = overall_rating(ratings)
     out.print(Text(f"Overall: {_stars(overall.stars)} {overall.reason}", style="bold"))
 
@@ -168,48 +158,80 @@ def _scores_lines(run: Run) -> None:
     out.print(f"Composite score {shown} (geometric mean of mean/T_std of: {parts or 'none'})")
 
 
-def _slope(v: float | None) -> str:
+def _slope(row: Row, key: str) -> str:
+    v = row.get(key)
     return "-" if v is None else f"{v:+.3f}"
 
 
-def _curves_table(run: Run) -> None:
-    found = curves(run)
-    if not found:
-        return
-    t = Table(title="Determinism: growth per task (least-squares slope)", title_justify="left")
-    for col in ("case", "series", "over", "points", "mean ns/task", "max ns/task"):
-        t.add_column(col)
-    for cv in found:
-        xs = ",".join(map(str, cv.xs))
-        _add(t, cv.case, cv.series, cv.key, xs, _slope(cv.slope_mean), _slope(cv.slope_max))
-    out.print(t)
+def _curves(run: Run) -> Tabular:
+    rows = [
+        {
+            "case": cv.case,
+            "series": cv.series,
+            "over": cv.key,
+            "points": cv.xs,
+            "slope_mean": cv.slope_mean,
+            "slope_max": cv.slope_max,
+        }
+        for cv in curves(run)
+    ]
+    cols = [
+        Column("case", "case", 100, numeric=False),
+        Column("series", "series", 100, numeric=False),
+        Column("over", "over", 100, numeric=False),
+        Column(
+            "points", "points", 40, numeric=False, show=lambda r: ",".join(map(str, r["points"]))
+        ),
+        Column("slope_mean", "mean ns/task", 95, show=lambda r: _slope(r, "slope_mean")),
+        Column("slope_max", "max ns/task", 99, show=lambda r: _slope(r, "slope_max")),
+    ]
+    return Tabular("Determinism: growth per task (least-squares slope)", cols, rows)
 
 
-def _evt_table(run: Run) -> None:
-    title = "Worst case beyond the samples (EVT estimates, not guarantees)"
-    t = Table(title=title, title_justify="left")
-    for col in ("case", "series", *(f"p={p:g}" for p in DEFAULT_PROBABILITIES), "verdict"):
-        t.add_column(col)
+def _evt(run: Run) -> Tabular:
+    rows = []
     for c in run.cases:
         for s in c.series:
             if not (s.traits.evt and has_all_samples(s)) or s.samples is None:
                 continue
             r = worst_case(s.samples, DEFAULT_PROBABILITIES)
-            est = [us(r.estimates.get(p)) if r.valid else "-" for p in DEFAULT_PROBABILITIES]
-            _add(t, c.case, s.label, *est, r.verdict)
-    out.print(t)
+            row: Row = {"case": c.case, "series": s.label, "unit": s.unit, "verdict": r.verdict}
+            for p in DEFAULT_PROBABILITIES:
+                row[f"p={p:g}"] = r.estimates.get(p) if r.valid else None
+            rows.append(row)
+
+    def est(key: str) -> Column:
+        return Column(key, key, 95, show=lambda r: fmt_value(r.get(key), r["unit"]))
+
+    cols = [
+        Column("case", "case", 100, numeric=False),
+        Column("series", "series", 100, numeric=False),
+        *(est(f"p={p:g}") for p in DEFAULT_PROBABILITIES),
+        Column("verdict", "verdict", 90, numeric=False),
+    ]
+    title = "Worst case beyond the samples (EVT estimates in µs, not guarantees)"
+    return Tabular(title, cols, rows)
 
 
-def _references(run: Run) -> None:
-    t = Table(title="Published figures (other hardware)", title_justify="left")
-    for col in ("case", "series", "published"):
-        t.add_column(col)
+def _references(run: Run) -> Tabular:
+    rows = []
     for c in run.cases:
         for s in c.series:
             figs = figures_for(c.case, s.name, s.point)
             if figs:
-                _add(t, c.case, s.label, "; ".join(f.label for f in figs))
-    out.print(t)
+                rows.append(
+                    {
+                        "case": c.case,
+                        "series": s.label,
+                        "published": "; ".join(f.label for f in figs),
+                    }
+                )
+    cols = [
+        Column("case", "case", 100, numeric=False),
+        Column("series", "series", 100, numeric=False),
+        Column("published", "published", 100, numeric=False),
+    ]
+    return Tabular("Published figures (other hardware)", cols, rows)
 
 
 @click.command()
@@ -217,50 +239,64 @@ def _references(run: Run) -> None:
 @_RUBRIC_OPTION
 @click.option("--no-evt", is_flag=True, help="Skip the extreme-value estimates.")
 @click.option("--references", is_flag=True, help="Also list the published figures.")
+@format_option
 @click.pass_context
 def analyze(
-    ctx: click.Context, ref: str, rubric: Path | None, no_evt: bool, references: bool
+    ctx: click.Context,
+    ref: str,
+    rubric: Path | None,
+    no_evt: bool,
+    references: bool,
+    fmt: str,
 ) -> None:
-    """Statistics, scores, star rating, determinism and worst-case estimates of a run."""
+    """Statistics, scores, star rating, determinism and worst-case estimates of a run.
+
+    --format json: every table below as data; --format csv: the statistics.
+    """
     rb = _rubric(rubric)
     with open_store(ctx) as store:
         run = _load(store, ref)
+    stats = statistics_table(run)
+    rated = rate_run(run, rb)
+    ratings = _ratings(rated, rb)
+    found = _curves(run)
+    if fmt != "table":
+        doc: dict[str, object] = {
+            "run": run_info(run),
+            "statistics": stats,
+            "composite_score": composite_score(run),
+            "ratings": ratings,
+            "unrated_because": unrated_because(run),
+            "determinism": found,
+        }
+        if not no_evt:
+            doc["worst_case"] = _evt(run)
+        if references:
+            doc["references"] = _references(run)
+        print_data(fmt, doc, stats)
+        return
     out.print(Text(_run_line(run), style="bold"), highlight=False)
-    out.print(_stats_table(run))
+    print_table(stats, out)
     _scores_lines(run)
-    _rating_table(run, rb)
-    _curves_table(run)
+    _rating_table(run, rated, ratings)
+    if found.rows:
+        print_table(found, out)
     if not no_evt:
-        _evt_table(run)
+        print_table(_evt(run), out)
     if references:
-        _references(run)
+        print_table(_references(run), out)
 
 
 # --- compare ----------------------------------------------------------------
 
 
-def _comparison_table(cmp: Comparison) -> Table:
-    t = Table(title=f"Comparison: {cmp.indicator} (µs)", title_justify="left")
-    t.add_column("case")
-    t.add_column("series")
-    first = cmp.runs[0].id
-    for run in cmp.runs:
-        t.add_column(f"#{run.id}", justify="right")
-    for run in cmp.runs[1:]:
-        t.add_column(f"#{run.id}/#{first}", justify="right")
-    t.add_column("p", justify="right")
-    t.add_column("flags")
+def _units(cmp: Comparison) -> list[str]:
+    """Each row's stream unit, from the first run that has the series."""
+    units = []
     for row in cmp.rows:
-        values = [
-            Text(_fig(v, cmp.indicator, b) + ("~" if u else ""), style="yellow" if u else "")
-            for v, b, u in zip(row.values, row.bounded, row.unstable, strict=True)
-        ]
-        ratios = ["-" if r is None else f"{r:.2f}" for r in row.ratios[1:]]
-        p = "-" if row.pvalue is None else f"{row.pvalue:.2g}" + ("*" if row.significant else "")
-        why = zip(cmp.runs, row.why_unstable, strict=True)
-        flags = [f"#{run.id} {w}" for run, w in why if w]
-        _add(t, row.case, row.label, *values, *ratios, p, "; ".join(flags))
-    return t
+        found = (find_series(r, row.case, row.series, row.point_key) for r in cmp.runs)
+        units.append(next((s.unit for s in found if s is not None), "ns"))
+    return units
 
 
 @click.command()
@@ -273,9 +309,10 @@ def _comparison_table(cmp: Comparison) -> Table:
     help="Also compare every run carrying this label (repeatable: all must match).",
 )
 @click.option("--indicator", type=click.Choice(INDICATORS), default="max", show_default=True)
+@format_option
 @click.pass_context
 def compare(
-    ctx: click.Context, refs: tuple[str, ...], labels: tuple[str, ...], indicator: str
+    ctx: click.Context, refs: tuple[str, ...], labels: tuple[str, ...], indicator: str, fmt: str
 ) -> None:
     """Runs side by side: an indicator, its ratio to the first run, a significance test."""
     with open_store(ctx) as store:
@@ -283,9 +320,14 @@ def compare(
     if len(runs) < 2:
         fail(f"compare needs at least two runs, got {len(runs)}: name them or use --label")
     cmp = compare_runs(runs, indicator)
+    table = comparison_table(cmp, _units(cmp))
+    if fmt != "table":
+        doc = {"runs": [run_info(r) for r in runs], "indicator": indicator, "comparison": table}
+        print_data(fmt, doc, table)
+        return
     for run in runs:
         out.print(_run_line(run), highlight=False, markup=False)
-    out.print(_comparison_table(cmp))
+    print_table(table, out)
     tests = sorted({r.test for r in cmp.rows if r.pvalue is not None})
     out.print(
         f"p: {' / '.join(tests) or 'no test'}; * p < {ALPHA:g} (the distributions differ). "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,9 +17,51 @@ from rtbench.store.location import LocationError
 
 EXIT = {"passed": 0, "failed": 1, "error": 2}
 
-# Piped output (CI logs, files) gets a width a figures table fits in.
-out = Console(width=None if sys.stdout.isatty() else 132)
+# Piped output (CI logs, files) without COLUMNS gets a width a figures
+# table fits in; COLUMNS, when set, wins on a terminal and in a pipe.
+PIPED_WIDTH = 132
+
+
+def output_width() -> int | None:
+    """COLUMNS when set, else PIPED_WIDTH when piped, else None (the terminal's)."""
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and int(cols) > 0:
+        return int(cols)
+    return None if sys.stdout.isatty() else PIPED_WIDTH
+
+
+out = Console(width=output_width())
 err = Console(stderr=True)
+
+
+def configure_output() -> None:
+    """Re-reads the width for this command (COLUMNS may differ from import time)."""
+    width = output_width()
+    if width is not None:
+        out.width = width
+
+
+FORMATS = ("table", "json", "csv")
+
+
+def format_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """`--format table|json|csv` for the commands that print tables."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        default="table",
+        show_default=True,
+        help="table: for people (at the terminal's width: columns are left out, "
+        "numbers never cut); json, csv: every figure, raw, in the series' unit, for scripts.",
+    )(f)
+
+
+def print_data(fmt: str, doc: dict[str, Any], main: Any) -> None:
+    """`doc` as JSON, or its `main` table (a Tabular) as CSV, on stdout."""
+    from rtbench.reports.tables import to_csv, to_json
+
+    sys.stdout.write(to_json(doc) if fmt == "json" else to_csv(main))
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

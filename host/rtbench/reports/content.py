@@ -7,7 +7,6 @@ so that the HTML and the Markdown report cannot disagree.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +24,9 @@ from rtbench.analysis.stored import hist_note
 from rtbench.model import CaseResult, Check, Run, Series, StreamIssue, Warning, point_key
 from rtbench.reference import ReferenceFigure, figures_for
 from rtbench.reports import charts
+from rtbench.reports.figures import find_series
 from rtbench.reports.jitter import JitterTable, jitter_series, jitter_table
+from rtbench.reports.units import fmt_value
 
 STAT_COLUMNS = ("n", "min", "mean", "stddev", *PCT_NAMES.values(), "max")
 # Warning codes shown in red: the figures they concern say little or nothing.
@@ -34,12 +35,8 @@ EVT_PROBABILITIES = (1e-6, 1e-9)
 
 
 def fmt(value: float | None, unit: str = "ns") -> str:
-    """A figure in its display unit: nanoseconds as µs with 3 decimals."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if unit == "ns":
-        return f"{value / 1000:.3f}"
-    return f"{value:.6g}"
+    """A figure in its display unit (`rtbench.reports.units`)."""
+    return fmt_value(value, unit)
 
 
 def stars(n: int) -> str:
@@ -362,13 +359,6 @@ def run_view(run: Run, *, details: bool = True, draw: bool = True) -> RunView:
             for c in run.cases
         ]
     return view
-
-
-def find_series(run: Run, case: str, name: str, pkey: str) -> Series | None:
-    c = run.case(case)
-    if c is None:
-        return None
-    return next((s for s in c.series if s.name == name and point_key(s.point) == pkey), None)
 
 
 def _ratio(r: float | None) -> str:

@@ -1,17 +1,16 @@
 """The terminal summary of a run: figures per series, checks, warnings,
-stream problems. Times in µs; the maximum is the headline."""
+stream problems. Times in µs, counts as counts; the maximum is the
+headline, and no figure is ever cut (`rtbench.reports.tables`)."""
 
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
-from rtbench.analysis.stats import SIGMA3_CASES, score, series_stats
-from rtbench.analysis.stored import hist_note
 from rtbench.model import Run
-from rtbench.reports.content import fmt
+from rtbench.reports.figures import figures_table
+from rtbench.reports.tables import print_table
+from rtbench.reports.units import fmt_value
 
 _OUTCOME_STYLE = {
     "passed": "green",
@@ -24,7 +23,7 @@ _VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "bold red", "skip": "
 
 
 def us(ns: float | None) -> str:
-    return fmt(ns, "ns")
+    return fmt_value(ns, "ns")
 
 
 def _header(run: Run, console: Console) -> None:
@@ -70,68 +69,10 @@ def _header(run: Run, console: Console) -> None:
         )
 
 
-def _figures(run: Run) -> Table:
-    rows: list[list[str | Text]] = []
-    for c in run.cases:
-        for s in c.series:
-            st = series_stats(s, sigma3=c.case in SIGMA3_CASES)
-            flags = []
-            if not run.realtime:
-                flags.append("[red]not_realtime[/red]")
-            if run.emulated:
-                flags.append("[magenta]emulated[/magenta]")
-            if st.bounded:
-                flags.append("p≤bucket")
-            if s.dropped:
-                flags.append(f"dropped {s.dropped}")
-            if s.holes:
-                flags.append(f"[yellow]lost {s.holes}[/yellow]")
-            note = hist_note(s)
-            if note:
-                flags.append(f"[yellow]{escape(note)}[/yellow]")
-            filt = "-"
-            if st.filtered_max is not None:
-                filt = f"{fmt(st.filtered_max, s.unit)} (-{st.filtered_out})"
-            sc = score(s.mean, run) if s.unit == "ns" else None
-            rows.append(
-                [
-                    c.case,
-                    Text(s.label),
-                    str(s.n),
-                    fmt(s.min, s.unit),
-                    fmt(s.mean, s.unit),
-                    fmt(st.pct.get(99.0), s.unit),
-                    Text(
-                        fmt(s.max, s.unit) + ("" if s.unit == "ns" else f" {s.unit}"), style="bold"
-                    ),
-                    filt,
-                    f"{sc:.3f}" if sc is not None else "-",
-                    " ".join(flags),
-                ]
-            )
-    cols = ["case", "series", "n", "min", "mean", "p99", "max", "max 3σ", "score", "flags"]
-    # Columns that say nothing for this run are left out, to fit a terminal.
-    keep = [
-        i
-        for i, col in enumerate(cols)
-        if col not in ("max 3σ", "flags", "score") or any(r[i] not in ("", "-") for r in rows)
-    ]
-    t = Table(title="Figures (µs)", title_justify="left", header_style="bold")
-    for i in keep:
-        t.add_column(
-            cols[i],
-            justify="left" if cols[i] in ("case", "series", "flags") else "right",
-            no_wrap=cols[i] in ("case", "series"),
-        )
-    for r in rows:
-        t.add_row(*(r[i] for i in keep))
-    return t
-
-
 def render_run(run: Run, console: Console) -> None:
     _header(run, console)
     if run.cases:
-        console.print(_figures(run))
+        print_table(figures_table(run), console)
     t_std = run.t_std_ns
     if t_std:
         console.print(f"  score = mean / T_std, T_std = {us(t_std)} µs (CAL-REF)", highlight=False)

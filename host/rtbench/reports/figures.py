@@ -1,0 +1,329 @@
+"""The tables the commands print (show/run, analyze, compare, runs), as
+`Tabular`s: raw figures in each series' own unit, shown through
+`rtbench.reports.units`, so the terminal, JSON and CSV carry the same
+numbers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.text import Text
+
+from rtbench.analysis.compare import Comparison
+from rtbench.analysis.stats import PCT_NAMES, SIGMA3_CASES, Stats, series_stats
+from rtbench.analysis.stored import hist_note
+from rtbench.model import Run, Series, point_key
+from rtbench.reports.tables import Column, Row, Tabular
+from rtbench.reports.units import fmt_value, kind, shown
+from rtbench.store import RunSummary
+
+# Priority of each figure when a narrow terminal must leave columns out:
+# max first, then p99 (both essential), n, mean, min, the other percentiles.
+PRIORITY = {
+    "case": 100,
+    "series": 100,
+    "max": 99,
+    "p99": 95,
+    "unit": 85,
+    "n": 80,
+    "mean": 75,
+    "min": 70,
+    "p99.9": 65,
+    "p50": 60,
+    "stddev": 45,
+    "p90": 40,
+    "p99.99": 35,
+    "max_3sigma": 30,
+    "score": 25,
+    "flags": 55,
+}
+
+
+def _figure(key: str, bounded_key: str | None = None) -> Column:
+    """A figure column: the raw value in the row's unit, shown in its display unit."""
+
+    def show(row: Row) -> str:
+        mark = "≤" if bounded_key and key in row.get(bounded_key, ()) else ""
+        approx = "~" if key == "stddev" and row.get("stddev_approx") else ""
+        value = row.get(key)
+        return approx + mark + ("-" if value is None else fmt_value(value, row["unit"]))
+
+    return Column(key, key, PRIORITY.get(key, 50), show=show, bold=key == "max")
+
+
+def _series_row(run: Run, case: str, s: Series, st: Stats) -> Row:
+    sh = shown(s)
+    row: Row = {
+        "case": case,
+        "series": s.label,
+        "name": s.name,
+        "point": dict(s.point),
+        "kind": kind(s),
+        "unit": s.unit,
+        "shown_unit": sh.unit,
+        "n": s.n,
+        "min": s.min,
+        "mean": s.mean,
+        "stddev": st.stddev,
+        "stddev_approx": not st.stddev_exact,
+        "max": s.max,
+        "max_3sigma": st.filtered_max,
+        "filtered_out": st.filtered_out if st.filtered_max is not None else None,
+        "bounded": [name for name in PCT_NAMES.values() if st.is_bounded(name)],
+    }
+    for q, name in PCT_NAMES.items():
+        row[name] = st.pct.get(q)
+    t_std = run.t_std_ns
+    row["score"] = s.mean / t_std if sh.rated and t_std and s.mean is not None else None
+    return row
+
+
+def _flags(run: Run, s: Series, st: Stats) -> list[str]:
+    flags = []
+    if not run.realtime:
+        flags.append("not_realtime")
+    if run.emulated:
+        flags.append("emulated")
+    if st.bounded:
+        flags.append("p≤bucket")
+    if s.dropped:
+        flags.append(f"dropped {s.dropped}")
+    if s.holes:
+        flags.append(f"lost {s.holes}")
+    note = hist_note(s)
+    if note:
+        flags.append(note)
+    return flags
+
+
+_FLAG_STYLE = {"not_realtime": "red", "emulated": "magenta"}
+
+
+def _show_flags(row: Row) -> Text:
+    text = Text()
+    for i, flag in enumerate(row["flags"]):
+        if i:
+            text.append(" ")
+        style = _FLAG_STYLE.get(flag, "yellow" if flag.startswith(("lost", "hist")) else "")
+        text.append(flag, style=style)
+    return text
+
+
+def _unit_col() -> Column:
+    return Column("shown_unit", "unit", PRIORITY["unit"], numeric=False)
+
+
+def _max_3sigma(row: Row) -> str:
+    if row.get("max_3sigma") is None:
+        return "-"
+    return f"{fmt_value(row['max_3sigma'], row['unit'])} (-{row['filtered_out']})"
+
+
+def _score(row: Row) -> str:
+    return "-" if row.get("score") is None else f"{row['score']:.3f}"
+
+
+_EXTRA = ("name", "point", "kind", "unit", "bounded", "filtered_out", "stddev_approx")
+
+
+def figures_table(run: Run) -> Tabular:
+    """`show` and `run`: the headline figures of every series."""
+    rows = []
+    for c in run.cases:
+        for s in c.series:
+            st = series_stats(s, sigma3=c.case in SIGMA3_CASES)
+            row = _series_row(run, c.case, s, st)
+            row["flags"] = _flags(run, s, st)
+            rows.append(row)
+    cols = [
+        Column("case", "case", PRIORITY["case"], numeric=False),
+        Column("series", "series", PRIORITY["series"], numeric=False),
+        _unit_col(),
+        Column("n", "n", PRIORITY["n"]),
+        _figure("min"),
+        _figure("mean"),
+        _figure("p99", "bounded"),
+        _figure("max"),
+    ]
+    # Columns that say nothing for this run are left out.
+    if any(r["max_3sigma"] is not None for r in rows):
+        cols.append(Column("max_3sigma", "max 3σ", PRIORITY["max_3sigma"], show=_max_3sigma))
+    if any(r["score"] is not None for r in rows):
+        cols.append(Column("score", "score", PRIORITY["score"], show=_score))
+    if any(r["flags"] for r in rows):
+        cols.append(Column("flags", "flags", PRIORITY["flags"], numeric=False, show=_show_flags))
+    return Tabular("Figures", cols, rows, extra=_EXTRA)
+
+
+def statistics_table(run: Run) -> Tabular:
+    """`analyze`: every statistic of every series."""
+    rows = []
+    for c in run.cases:
+        for s in c.series:
+            st = series_stats(s, sigma3=c.case in SIGMA3_CASES)
+            rows.append(_series_row(run, c.case, s, st))
+    cols = [
+        Column("case", "case", PRIORITY["case"], numeric=False),
+        Column("series", "series", PRIORITY["series"], numeric=False),
+        _unit_col(),
+        Column("n", "n", PRIORITY["n"]),
+        _figure("min"),
+        _figure("mean"),
+        _figure("stddev"),
+        *(_figure(name, "bounded") for name in PCT_NAMES.values()),
+        _figure("max"),
+        Column("max_3sigma", "max 3σ (-out)", PRIORITY["max_3sigma"], show=_max_3sigma),
+    ]
+    title = "Statistics (≤ a histogram bucket's upper bound; ~ from bucket midpoints)"
+    return Tabular(title, cols, rows, extra=_EXTRA)
+
+
+def comparison_table(cmp: Comparison, units: Sequence[str]) -> Tabular:
+    """`compare`: the indicator per run, ratios to the first, the test.
+    `units`: each row's stream unit."""
+    # Runs by position (1 = the first, the baseline): one run may be
+    # compared with itself, so ids are no keys.
+    ids = [str(k) for k in range(1, len(cmp.runs) + 1)]
+    names = [f"#{r.id}" if r.id is not None else f"run {k}" for k, r in enumerate(cmp.runs, 1)]
+    rows = []
+    for row, unit in zip(cmp.rows, units, strict=True):
+        shown_unit = "count" if cmp.indicator == "n" else unit
+        unstable = {i: w for i, w, u in zip(ids, row.why_unstable, row.unstable, strict=True) if u}
+        rows.append(
+            {
+                "case": row.case,
+                "series": row.label,
+                "name": row.series,
+                "point": row.point_key,
+                "unit": shown_unit,
+                "shown_unit": shown(Series(row.case, row.series, unit=shown_unit)).unit,
+                "indicator": cmp.indicator,
+                **{f"run_{i}": v for i, v in zip(ids, row.values, strict=True)},
+                **{f"ratio_{i}": r for i, r in zip(ids[1:], row.ratios[1:], strict=True)},
+                "bounded": [int(i) for i, b in zip(ids, row.bounded, strict=True) if b],
+                "unstable": [int(i) for i in unstable],
+                "pvalue": row.pvalue,
+                "significant": row.significant,
+                "test": row.test,
+                "flags": "; ".join(f"{names[int(i) - 1]} {w}" for i, w in unstable.items()),
+            }
+        )
+
+    def value(i: str) -> Column:
+        def show(r: Row) -> Text:
+            v = r.get(f"run_{i}")
+            text = ("≤" if int(i) in r["bounded"] else "") + fmt_value(v, r["unit"])
+            unstable = int(i) in r["unstable"]
+            return Text(text + ("~" if unstable else ""), style="yellow" if unstable else "")
+
+        return Column(f"run_{i}", names[int(i) - 1], 99, show=show, bold=True)
+
+    def ratio(i: str) -> Column:
+        def show(r: Row) -> str:
+            v = r.get(f"ratio_{i}")
+            return "-" if v is None else f"{v:.2f}"
+
+        return Column(f"ratio_{i}", f"{names[int(i) - 1]}/{names[0]}", 95, show=show)
+
+    def pvalue(r: Row) -> str:
+        p = r.get("pvalue")
+        return "-" if p is None else f"{p:.2g}" + ("*" if r["significant"] else "")
+
+    cols = [
+        Column("case", "case", 100, numeric=False),
+        Column("series", "series", 100, numeric=False),
+        _unit_col(),
+        *(value(i) for i in ids),
+        *(ratio(i) for i in ids[1:]),
+        Column("pvalue", "p", 60, show=pvalue),
+        Column("flags", "flags", 30, numeric=False),
+    ]
+    extra = ("name", "point", "unit", "indicator", "bounded", "unstable", "significant", "test")
+    return Tabular(f"Comparison: {cmp.indicator}", cols, rows, extra=extra)
+
+
+def find_series(run: Run, case: str, name: str, pkey: str) -> Series | None:
+    c = run.case(case)
+    if c is None:
+        return None
+    return next((s for s in c.series if s.name == name and point_key(s.point) == pkey), None)
+
+
+def run_info(run: Run) -> Row:
+    """What identifies a run in JSON output."""
+    return {
+        "id": run.id,
+        "started_at": run.started_at,
+        "target": run.target,
+        "labels": dict(run.labels),
+        "outcome": run.outcome,
+        "complete": run.complete,
+        "realtime": run.realtime,
+        "emulated": run.emulated,
+        "os": run.system.sysname,
+        "kernel": run.system.release,
+        "t_std_ns": run.t_std_ns,
+    }
+
+
+def run_document(run: Run) -> dict[str, Any]:
+    """`show --format json`: the run, its figures, cases, checks, warnings."""
+    return {
+        "run": run_info(run),
+        "figures": figures_table(run),
+        "cases": [
+            {
+                "case": c.case,
+                "title": c.title,
+                "outcome": c.outcome,
+                "reason": c.reason,
+                "duration_ns": c.duration_ns,
+            }
+            for c in run.cases
+        ],
+        "checks": [
+            {"case": ch.case, "name": ch.name, "verdict": ch.verdict, "detail": ch.detail}
+            for c in run.cases
+            for ch in c.checks
+        ],
+        "warnings": [
+            {"code": w.code, "case": w.case, "detail": w.detail} for w in run.all_warnings()
+        ],
+        "issues": [{"kind": i.kind, "line": i.line, "detail": i.detail} for i in run.issues],
+    }
+
+
+def runs_table(summaries: Sequence[RunSummary]) -> Tabular:
+    """`runs`: one row per stored run."""
+    rows = [
+        {
+            "id": r.id,
+            "started_at": r.started_at,
+            "target": r.target,
+            "kernel": r.kernel,
+            "cases": r.cases,
+            "outcome": r.outcome,
+            "realtime": r.realtime,
+            "labels": dict(r.labels),
+        }
+        for r in summaries
+    ]
+
+    def realtime(r: Row) -> Text:
+        return Text("yes") if r["realtime"] else Text("no", style="red")
+
+    def labels(r: Row) -> str:
+        return ", ".join(f"{k}={v}" for k, v in r["labels"].items())
+
+    cols = [
+        Column("id", "id", 100, numeric=False),
+        Column("started_at", "started", 70, numeric=False),
+        Column("target", "target", 60, numeric=False),
+        Column("kernel", "kernel", 50, numeric=False),
+        Column("cases", "cases", 40),
+        Column("outcome", "result", 95, numeric=False),
+        Column("realtime", "realtime", 90, numeric=False, show=realtime),
+        Column("labels", "labels", 80, numeric=False, show=labels),
+    ]
+    return Tabular("", cols, rows)

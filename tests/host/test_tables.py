@@ -1,0 +1,184 @@
+"""Terminal tables never cut a number; --format json|csv carry the same figures.
+
+The run has maxima of up to ten digits (a 2.8 s stall: 2839123.456 µs), a
+count series and a sweep with long labels: what an 80-column terminal used
+to show as `2839…`. The golden file is the whole `show` output at 80
+columns; regenerate it with RTBENCH_REGOLD=1 after an intended change.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+from rich.table import Table
+
+from rtbench.cli import main
+from rtbench.model import Run
+from rtbench.reports.figures import figures_table
+from rtbench.reports.tables import fit
+from rtbench.reports.units import fmt_value
+from rtbench.store import Store
+from rtbench.stream import StreamWriter, assemble, default_hello, parse_lines
+
+GOLDEN = Path(__file__).parent / "golden" / "show_80.txt"
+
+
+def _run(scale: int = 1) -> Run:
+    w = StreamWriter()
+    w.hello(default_hello(["CAL-REF", "THR-SW", "IRQ-SUS"]))
+    w.begin("CAL-REF", "Hardware calibration unit")
+    w.summary("CAL-REF", "t_std", n=50, min=3000, max=3007, sum=50 * 3003)
+    w.end("CAL-REF", "passed", duration_ns=1_000_000)
+    w.begin("THR-SW", "Switch between threads", {"n": [2, 1000]})
+    for n, worst in ((2, 2_839_123_456), (1000, 97_001_234)):
+        values = [900 + i % 50 for i in range(999)] + [worst * scale]
+        w.samples("THR-SW", "switch", values, point={"n": n})
+        w.summary(
+            "THR-SW", "switch", point={"n": n}, n=1000, min=900, max=max(values), sum=sum(values)
+        )
+    w.end("THR-SW", "passed", duration_ns=400_000_000)
+    w.begin("IRQ-SUS", "Sustained interrupt rate")
+    w.summary(
+        "IRQ-SUS",
+        "losses",
+        point={"period_ns": 3999629},
+        unit="count",
+        n=1,
+        min=949,
+        max=949,
+        sum=949,
+    )
+    w.end("IRQ-SUS", "passed", duration_ns=1_000_000)
+    w.bye()
+    parsed = parse_lines(w.lines)
+    run = assemble(parsed.records, parsed.issues, parsed.log)
+    run.started_at = "2026-01-01T00:00:00+00:00"
+    return run
+
+
+@pytest.fixture()
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "runs.sqlite"
+    with Store(path) as store:
+        store.save(_run())
+        store.save(_run(scale=2))
+    return path
+
+
+def cli(db: Path, *args: str, columns: int = 80) -> str:
+    result = CliRunner().invoke(main, ["--db", str(db), *args], env={"COLUMNS": str(columns)})
+    assert result.exit_code in (0, 1), result.output
+    return result.output
+
+
+def _maxima(run: Run) -> list[str]:
+    return [fmt_value(s.max, s.unit) for c in run.cases for s in c.series]
+
+
+def _width(text: str) -> int:
+    return max(len(line) for line in text.splitlines())
+
+
+def test_show_at_80_columns_golden(db: Path) -> None:
+    text = cli(db, "show", "1")
+    assert _width(text) <= 80
+    for value in _maxima(_run()):
+        assert re.search(rf"(?<![\d.]){re.escape(value)}(?![\d.])", text), value
+    assert "2839123.456" in text and "949" in text
+    assert "…" not in text
+    if os.environ.get("RTBENCH_REGOLD"):
+        GOLDEN.parent.mkdir(exist_ok=True)
+        GOLDEN.write_text(text, encoding="utf-8")
+    assert text == GOLDEN.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("command", [["analyze", "1", "--no-evt"], ["compare", "1", "2"]])
+@pytest.mark.parametrize("columns", [80, 100, 132])
+def test_every_max_in_full(db: Path, command: list[str], columns: int) -> None:
+    text = cli(db, *command, columns=columns)
+    assert "…" not in text
+    for value in _maxima(_run()):
+        assert value in text, (value, text)
+    assert "5678246.912" in text or command[0] != "compare"  # run 2's max
+
+
+def test_columns_left_out_by_priority() -> None:
+    table, dropped = fit(figures_table(_run()), 80)
+    headers = [str(c.header) for c in table.columns]
+    assert "max" in headers and "p99" in table.columns[-2].header
+    assert dropped and "max" not in dropped and "p99" not in dropped
+    wide, none = fit(figures_table(_run()), 200)
+    assert none == [] and len(wide.columns) > len(table.columns)
+
+
+def test_negative_control_a_plain_table_cuts_the_max() -> None:
+    """What the golden test guards against: rich's default table at 80
+    columns ellipsises the numbers."""
+    run = _run()
+    t = Table()
+    for col in ("case", "series", "n", "min", "mean", "stddev", "p50", "p90", "p99", "max"):
+        t.add_column(col, no_wrap=True)
+    for c in run.cases:
+        for s in c.series:
+            v = fmt_value(s.max, s.unit)
+            t.add_row(c.case, s.label, str(s.n), v, v, v, v, v, v, v)
+    buf = io.StringIO()
+    Console(file=buf, width=80).print(t)
+    assert "2839123.456" not in buf.getvalue()
+
+
+def test_piped_width_follows_columns(db: Path) -> None:
+    assert _width(cli(db, "analyze", "1", "--no-evt", columns=200)) > 100
+    assert _width(cli(db, "analyze", "1", "--no-evt", columns=70)) <= 70
+
+
+# --- json / csv ---------------------------------------------------------------
+
+
+def _series_max(run: Run) -> dict[tuple[str, str], int | None]:
+    return {(c.case, s.label): s.max for c in run.cases for s in c.series}
+
+
+@pytest.mark.parametrize("command,table", [("show", "figures"), ("analyze", "statistics")])
+def test_json_and_csv_carry_the_figures(db: Path, command: str, table: str) -> None:
+    expected = _series_max(_run())
+    doc = json.loads(cli(db, command, "1", "--format", "json"))
+    assert doc["run"]["id"] == 1
+    rows = doc[table]
+    assert {(r["case"], r["series"]): r["max"] for r in rows} == expected
+    units = {r["series"]: (r["unit"], r["kind"]) for r in rows}
+    assert units["losses[period_ns=3999629]"] == ("count", "count")
+    assert units["switch[n=2]"] == ("ns", "latency")
+    csv_rows = list(csv.DictReader(io.StringIO(cli(db, command, "1", "--format", "csv"))))
+    assert {(r["case"], r["series"]): int(r["max"]) for r in csv_rows} == expected
+    # the terminal shows the same number, in its display unit
+    text = cli(db, command, "1", columns=200)
+    for r in rows:
+        assert fmt_value(r["max"], r["unit"]) in text
+
+
+def test_compare_json_and_csv(db: Path) -> None:
+    doc = json.loads(cli(db, "compare", "1", "2", "--format", "json"))
+    assert [r["id"] for r in doc["runs"]] == [1, 2]
+    row = next(r for r in doc["comparison"] if r["series"] == "switch[n=2]")
+    assert (row["run_1"], row["run_2"]) == (2_839_123_456, 5_678_246_912)
+    assert row["ratio_2"] == pytest.approx(2.0)
+    assert row["test"] and "pvalue" in row
+    rows = list(csv.DictReader(io.StringIO(cli(db, "compare", "1", "2", "--format", "csv"))))
+    got = next(r for r in rows if r["series"] == "switch[n=2]")
+    assert float(got["run_2"]) == 5_678_246_912
+
+
+def test_runs_json_and_csv(db: Path) -> None:
+    runs = json.loads(cli(db, "runs", "--format", "json"))["runs"]
+    assert [r["id"] for r in runs] == [2, 1] and runs[0]["cases"] == 3
+    rows = list(csv.DictReader(io.StringIO(cli(db, "runs", "--format", "csv"))))
+    assert [r["id"] for r in rows] == ["2", "1"]
