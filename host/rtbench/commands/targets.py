@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import atexit
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,6 +18,7 @@ from rtbench.targets import (
     Reachability,
     Target,
     TargetError,
+    close,
     load_targets_file,
     resolve,
     targets_file,
@@ -33,7 +35,8 @@ def target_option(f: Callable[..., Any]) -> Callable[..., Any]:
         metavar="SPEC|NAME",
         default=None,
         help="Where the agent runs: local (default), ssh://[user@]host[:port], "
-        "serial:///dev/ttyX?baud=N&cmd=…, qemu:NAME, or a name from the targets file "
+        "serial:///dev/ttyX?baud=N&cmd=…, qemu:NAME, labgrid:PLACE, or a name from the "
+        "targets file "
         "(`rtbench targets`).",
     )(f)
 
@@ -43,12 +46,22 @@ def resolve_or_fail(spec: str | None, trace: bool = False) -> Target:
         target = resolve(spec)
     except TargetError as e:
         fail(str(e))
+    atexit.register(close_quietly, target)
     if trace and not target.is_local:
         fail(
             f"--trace records this machine's kernel (tracefs): it cannot trace {target.name} "
             "yet; run rtbench on the target itself for a kernel trace"
         )
     return target
+
+
+def close_quietly(target: Target) -> None:
+    """Releases what the target holds (a labgrid place) as the command ends;
+    a failure is said, never raised: what was measured is stored already."""
+    try:
+        close(target)
+    except TargetError as e:
+        err.print(f"[yellow]{escape(str(e))}[/yellow]")
 
 
 def open_transport(target: Target, agent: Path | None) -> Transport:

@@ -9,6 +9,7 @@ chosen with a spec:
                                             (~/.ssh/config aliases and keys apply)
     serial:///dev/ttyUSB0?baud=115200&cmd=… a console line (a shell or a firmware)
     qemu:NAME                               a kernel booted in QEMU
+    labgrid:PLACE                           a place of a labgrid coordinator
     replay:PATH                             a recorded stream
     NAME                                    an entry of the targets file
 
@@ -148,14 +149,27 @@ def resolve(spec: str | None, options: Options | None = None, label: str | None 
         return SerialTarget.from_url(device, {**dict(parse_qsl(parts.query)), **opts}, label)
     if spec.startswith("qemu:"):
         return _qemu(spec, opts, label)
+    if spec.startswith("labgrid:"):
+        from rtbench.targets.labgrid import make_target
+
+        place, _, query = spec.removeprefix("labgrid:").partition("?")
+        return make_target(place, {**dict(parse_qsl(query)), **opts}, label)
     if "://" in spec or ":" in spec:
         scheme = spec.split(":", 1)[0]
         raise TargetError(
             f"unknown target kind {scheme!r} in {spec!r}: use local, ssh://[user@]host[:port], "
-            "serial:///dev/ttyX?baud=N, qemu:NAME, replay:PATH or a name from "
+            "serial:///dev/ttyX?baud=N, qemu:NAME, labgrid:PLACE, replay:PATH or a name from "
             f"{targets_file()}"
         )
     return _named(spec, opts)
+
+
+def close(target: Target) -> None:
+    """Ends what a target holds beyond its runs (a labgrid place); targets
+    that hold nothing have no `close`."""
+    ender = getattr(target, "close", None)
+    if ender is not None:
+        ender()
 
 
 def _named(name: str, opts: dict[str, Any]) -> Target:
@@ -253,6 +267,7 @@ __all__ = [
     "Target",
     "TargetError",
     "check_options",
+    "close",
     "load_targets_file",
     "opt_bool",
     "opt_float",

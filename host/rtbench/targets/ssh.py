@@ -222,13 +222,13 @@ class SshTarget:
     def transport(self, agent: Path | None = None) -> SshTransport:
         probe = self._probe()
         self.probe = probe
-        path = self._install(agent or _agent_for(probe.arch), probe)
+        path = self._install(agent or agent_for(probe.arch), probe)
         return SshTransport(
             self.endpoint.ssh, path, probe.remote_dir, self._privilege(probe), self.name
         )
 
 
-def _agent_for(machine: str) -> Path:
+def agent_for(machine: str) -> Path:
     """The static agent for a target whose `uname -m` says `machine`."""
     arch = next((a.name for a in ARCHES.values() if machine.lower() in a.machines), None)
     if arch is None:

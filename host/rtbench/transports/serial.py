@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import threading
 import time
 from collections.abc import Iterator
 
@@ -94,6 +95,9 @@ class SerialTransport:
         self.name = name or f"serial://{port}"
         self.idle_timeout: float | None = None
         self.status: int | None = None
+        # Set from another thread to end the run as a Ctrl-C would (a
+        # campaign that runs several places at once and is interrupted).
+        self.cancel: threading.Event | None = None
         self._ser: serial.Serial | None = None
         self._noise: list[str] = []
         self._ended = False
@@ -114,26 +118,43 @@ class SerialTransport:
 
     def start(self, args: list[str]) -> None:
         self.connect()
-        assert self._ser is not None
         if self.command is None:
             return  # the firmware starts the agent by itself
         if not self.samples and "--no-samples" not in args:
             args = ["--no-samples", *args]
         # Whatever an earlier run left unread (a `bye`!) is not this run's.
+        self._discard()
+        self._write(b"\n" + command_line(self.command, args).encode() + b"\n")
+
+    # The line itself: pyserial here; a labgrid console in transports/labgrid.py.
+
+    def _discard(self) -> None:
+        assert self._ser is not None
         self._ser.reset_input_buffer()
-        line = command_line(self.command, args)
+
+    def _write(self, data: bytes) -> None:
+        assert self._ser is not None
         try:
-            self._ser.write(b"\n" + line.encode() + b"\n")
+            self._ser.write(data)
             self._ser.flush()
         except serial.SerialException as e:
             raise TransportError(f"cannot write to {self.port}: {e}") from None
 
     def _read(self) -> bytes:
+        """What arrived, waiting at most ~0.1 s for it."""
         assert self._ser is not None
         try:
             return bytes(self._ser.read(max(1, self._ser.in_waiting)))
         except serial.SerialException as e:
             raise TransportError(f"{self.port}: {e}") from None
+
+    def _close(self) -> None:
+        ser, self._ser = self._ser, None
+        if ser is not None:
+            ser.close()
+
+    def _connected(self) -> bool:
+        return self._ser is not None
 
     def lines(self) -> Iterator[bytes]:
         buf = bytearray()
@@ -143,6 +164,8 @@ class SerialTransport:
         # not keep a hung agent's run alive.
         last = time.monotonic()
         while True:
+            if self.cancel is not None and self.cancel.is_set():
+                raise KeyboardInterrupt
             buf += self._read()
             now = time.monotonic()
             for line in _complete_lines(buf):
@@ -179,18 +202,16 @@ class SerialTransport:
                 )
 
     def stop(self) -> int | None:
-        ser, self._ser = self._ser, None
-        if ser is None:
+        if not self._connected():
             return self.status
         try:
             if self.command is not None and not self._ended:
                 # The shell's interrupt key ends an agent still running.
-                ser.write(_CTRL_C)
-                ser.flush()
-        except serial.SerialException:
+                self._write(_CTRL_C)
+        except TransportError:
             pass
         finally:
-            ser.close()
+            self._close()
         return self.status
 
     def diagnostics(self) -> str:
