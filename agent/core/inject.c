@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Fault injection for known-answer tests; compiled into test builds only.
  * A process-wide table is acceptable here: it is test instrumentation set
- * once from the command line before any case runs, not an option. */
+ * once from the command line before any case runs, not an option. What the
+ * injections do to the port's primitives is in inject_port.c. */
+#if defined(__linux__)
 #define _GNU_SOURCE
 #include <sched.h>
+#define CURRENT_CPU() sched_getcpu()
+#else
+#define CURRENT_CPU() 0 /* where the CPU is not known, no CPU reads ahead */
+#endif
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +68,7 @@ rtb_time rtb_inject_clock(rtb_time t)
     int64_t skew = rtb_inject_value(RTB_INJ_CLOCK_SKEW);
     if (every > 0 && atomic_fetch_add(&reads, 1) % every == 0)
         t -= 1000;
-    if (skew && sched_getcpu() != 0)
+    if (skew && CURRENT_CPU() != 0)
         t += skew;
     return t;
 }

@@ -41,14 +41,6 @@ typedef struct {
 
 typedef struct {
     sem_t sem;
-    bool broken; /* test builds: the deliberately broken primitive */
-    /* Test builds: a FIFO semaphore (wakes in arrival order, ignoring
-     * priority), the negative control of SEM-B-REL. */
-    bool fifo;
-    pthread_mutex_t m;
-    pthread_cond_t c;
-    unsigned count;
-    uint64_t next_ticket, serving;
 } posix_sem;
 
 typedef struct {
@@ -292,7 +284,6 @@ static int apply_cpu(pthread_attr_t *attr, pthread_t self, int cpu, bool is_attr
 
 int rtb_thread_create(rtb_thread *th, const rtb_thread_attr *a, rtb_thread_fn fn, void *arg)
 {
-    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
     posix_thread *t = (posix_thread *)th->opaque;
     memset(t, 0, sizeof *t);
     t->fn = fn;
@@ -311,8 +302,6 @@ int rtb_thread_create(rtb_thread *th, const rtb_thread_attr *a, rtb_thread_fn fn
         pthread_attr_setschedparam(&attr, &p);
     } else if (rc == 0 && port_realtime) {
         int prio = a->priority;
-        if (RTB_INJECTED(RTB_INJ_NEW_PRIO)) /* the deliberately wrong create */
-            prio += (int)RTB_INJECT_VALUE(RTB_INJ_NEW_PRIO);
         struct sched_param p = {.sched_priority = prio < 1 ? 1 : prio > 99 ? 99 : prio};
         pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
         pthread_attr_setschedpolicy(&attr, a->round_robin ? SCHED_RR : SCHED_FIFO);
@@ -348,7 +337,6 @@ int rtb_thread_join(rtb_thread *th, rtb_time deadline)
 
 int rtb_thread_delete(rtb_thread *th)
 {
-    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
     posix_thread *t = (posix_thread *)th->opaque;
     if (!t->started)
         return RTB_EINVAL;
@@ -364,7 +352,6 @@ int rtb_thread_delete(rtb_thread *th)
 
 int rtb_thread_self_priority(void)
 {
-    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
     int policy;
     struct sched_param p;
     if (pthread_getschedparam(pthread_self(), &policy, &p) != 0)
@@ -374,13 +361,11 @@ int rtb_thread_self_priority(void)
 
 void rtb_thread_yield(void)
 {
-    RTB_INJECT_DELAY(RTB_INJ_YIELD_DELAY);
     sched_yield();
 }
 
 int rtb_thread_self_set(int priority, int cpu)
 {
-    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
     int rc = apply_cpu(NULL, pthread_self(), cpu, false);
     if (rc == 0 && port_realtime) {
         struct sched_param p = {.sched_priority = priority};
@@ -398,90 +383,29 @@ int rtb_sleep_until(rtb_time when)
     return from_errno(rc);
 }
 
-static struct timespec realtime_of(rtb_time deadline);
-
 /* ---- semaphores ------------------------------------------------------ */
 
 int rtb_sem_create(rtb_sem *s, unsigned initial)
 {
-    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
     posix_sem *p = (posix_sem *)s->opaque;
-    memset(p, 0, sizeof *p);
-    p->broken = RTB_INJECTED(RTB_INJ_SEM_NOBLOCK);
-    p->fifo = RTB_INJECTED(RTB_INJ_SEM_FIFO);
-    if (p->fifo) {
-        p->count = initial;
-        pthread_mutex_init(&p->m, NULL);
-        pthread_cond_init(&p->c, NULL);
-        return RTB_OK;
-    }
     return sem_init(&p->sem, 0, initial) == 0 ? RTB_OK : from_errno(errno);
 }
 
 int rtb_sem_delete(rtb_sem *s)
 {
-    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
     posix_sem *p = (posix_sem *)s->opaque;
-    if (p->fifo) {
-        pthread_cond_destroy(&p->c);
-        pthread_mutex_destroy(&p->m);
-        return RTB_OK;
-    }
     return sem_destroy(&p->sem) == 0 ? RTB_OK : from_errno(errno);
 }
 
 int rtb_sem_give(rtb_sem *s)
 {
-    RTB_INJECT_DELAY(RTB_INJ_GIVE_DELAY);
-    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
     posix_sem *p = (posix_sem *)s->opaque;
-    if (p->fifo) {
-        pthread_mutex_lock(&p->m);
-        p->count++;
-        pthread_cond_broadcast(&p->c);
-        pthread_mutex_unlock(&p->m);
-        return RTB_OK;
-    }
     return sem_post(&p->sem) == 0 ? RTB_OK : from_errno(errno);
-}
-
-/* Tickets in arrival order: the waiter that came first is served first,
- * whatever its priority. */
-static void fifo_unlock(void *m) { pthread_mutex_unlock(m); }
-
-static int fifo_take(posix_sem *p, rtb_time deadline)
-{
-    int rc = 0;
-    pthread_mutex_lock(&p->m);
-    if (deadline == 0 && (p->count == 0 || p->next_ticket != p->serving)) {
-        pthread_mutex_unlock(&p->m);
-        return RTB_EAGAIN;
-    }
-    uint64_t ticket = p->next_ticket++;
-    struct timespec ts = realtime_of(deadline);
-    /* A waiter deleted (cancelled) inside the wait must not take the
-     * mutex with it, or every later user of the semaphore hangs. */
-    pthread_cleanup_push(fifo_unlock, &p->m);
-    while (rc == 0 && (p->count == 0 || ticket != p->serving))
-        rc = deadline == RTB_FOREVER ? pthread_cond_wait(&p->c, &p->m)
-                                     : pthread_cond_timedwait(&p->c, &p->m, &ts);
-    pthread_cleanup_pop(0);
-    if (rc == 0)
-        p->count--;
-    p->serving++; /* served or gave up: the next ticket's turn */
-    pthread_cond_broadcast(&p->c);
-    pthread_mutex_unlock(&p->m);
-    return from_errno(rc);
 }
 
 int rtb_sem_take(rtb_sem *s, rtb_time deadline)
 {
-    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
     posix_sem *p = (posix_sem *)s->opaque;
-    if (p->broken)
-        return RTB_OK; /* take never blocks */
-    if (p->fifo)
-        return fifo_take(p, deadline);
     int rc;
     if (deadline == 0) {
         rc = sem_trywait(&p->sem);
@@ -500,12 +424,11 @@ int rtb_sem_take(rtb_sem *s, rtb_time deadline)
 
 int rtb_mutex_create(rtb_mutex *m, unsigned flags)
 {
-    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
     posix_mutex *p = (posix_mutex *)m->opaque;
     pthread_mutexattr_t a;
     pthread_mutexattr_init(&a);
     int rc = 0;
-    if ((flags & RTB_MUTEX_PI) && !RTB_INJECTED(RTB_INJ_MUTEX_NOPI))
+    if (flags & RTB_MUTEX_PI)
         rc = pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
     if (rc == 0)
         rc = pthread_mutex_init(&p->m, &a);
@@ -520,13 +443,11 @@ int rtb_mutex_delete(rtb_mutex *m)
 
 int rtb_mutex_lock(rtb_mutex *m)
 {
-    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
     return from_errno(pthread_mutex_lock(&((posix_mutex *)m->opaque)->m));
 }
 
 int rtb_mutex_unlock(rtb_mutex *m)
 {
-    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
     return from_errno(pthread_mutex_unlock(&((posix_mutex *)m->opaque)->m));
 }
 
@@ -565,7 +486,6 @@ int rtb_queue_delete(rtb_queue *q)
 
 int rtb_queue_send(rtb_queue *q, const void *msg, size_t len, rtb_time deadline)
 {
-    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
     posix_queue *p = (posix_queue *)q->opaque;
     int rc;
     if (deadline == RTB_FOREVER) {
@@ -581,7 +501,6 @@ int rtb_queue_send(rtb_queue *q, const void *msg, size_t len, rtb_time deadline)
 
 int rtb_queue_receive(rtb_queue *q, void *buf, size_t cap, rtb_time deadline)
 {
-    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
     posix_queue *p = (posix_queue *)q->opaque;
     ssize_t n;
     if (cap < p->msg_size)
@@ -673,7 +592,6 @@ int rtb_event_delete(rtb_event *e)
 
 int rtb_event_arm(rtb_event *e, rtb_time when, rtb_time period)
 {
-    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
     posix_event *p = (posix_event *)e->opaque;
     if (p->slot < 0)
         return RTB_EINVAL;

@@ -29,11 +29,7 @@ rtb_time rtb_ts_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-#ifdef RTB_TEST_HOOKS
-    return rtb_inject_clock((rtb_time)ts.tv_sec * 1000000000 + ts.tv_nsec);
-#else
     return (rtb_time)ts.tv_sec * 1000000000 + ts.tv_nsec;
-#endif
 }
 
 uint64_t rtb_cycles_now(void) { return read_cycles(); }
