@@ -29,12 +29,15 @@
  *                  (lost: no answer within TIMEOUT ns), then
  *                  "done SENT LOST STALE"
  *   quit           (or end of input) exit 0
+ * --block 1 (the agent sets it on one CPU, where the stimulator shares the
+ * measured CPU): wait for answers blocked instead of spinning.
  * Test builds of the agent may pass --skew NS: every stamp is NS ahead (the
  * negative control of the clock check).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -59,6 +62,7 @@ typedef struct stim {
     int level;      /* the level last driven */
     int sim;        /* gpio-sim: drive by the input's pull, sense its output's value */
     int sensed;     /* gpio-sim: the output's last value read */
+    int block;      /* wait for answers blocked, not spinning (one CPU) */
 } stim;
 
 static int64_t now(const stim *s)
@@ -146,6 +150,21 @@ static int answer(stim *s, int *level, int64_t *when)
     return 1;
 }
 
+/* Sharing the measured CPU at the top priority, a spinning stimulator
+ * would never let the agent answer: it sleeps until the answer line is
+ * readable (gpio-sim's sysfs value cannot be polled: short naps). */
+static void wait_answer(const stim *s, int64_t left)
+{
+    if (s->sim) {
+        struct timespec nap = {0, 20000};
+        nanosleep(&nap, NULL);
+        return;
+    }
+    struct pollfd pf = {.fd = s->answer_fd, .events = POLLIN};
+    struct timespec ts = {.tv_sec = left / 1000000000, .tv_nsec = left % 1000000000};
+    ppoll(&pf, 1, &ts, NULL);
+}
+
 static uint64_t next_rand(uint64_t *x)
 {
     *x ^= *x << 13;
@@ -205,8 +224,11 @@ static void run(stim *s, long n, int64_t gmin, int64_t gmax, int64_t timeout, ui
                 }
                 stale++;
             }
-            if (now(s) > limit)
+            int64_t t = now(s);
+            if (t > limit)
                 break;
+            if (s->block)
+                wait_answer(s, limit - t);
         }
         if (t1 > t0)
             lat[i] = t1 - t0;
@@ -302,6 +324,8 @@ int main(int argc, char **argv)
             drive_off = (unsigned)atoi(v);
         } else if (!strcmp(k, "--sense")) {
             sense_off = (unsigned)atoi(v);
+        } else if (!strcmp(k, "--block")) {
+            s.block = atoi(v);
         } else if (!strcmp(k, "--sim")) {
             s.sim = atoi(v);
         } else if (!strcmp(k, "--skew")) {

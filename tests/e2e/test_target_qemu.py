@@ -123,13 +123,22 @@ def test_generic_kernel_run_with_isolated_cpu(
     assert run.hello["cpu"]["count"] == 2
 
 
-def test_rsp_io_runs_in_the_guest_with_its_stimulator(rt: QemuTransport) -> None:
+@pytest.fixture
+def rt_one_cpu(fetched: dict[str, kernels.Kernel]) -> Iterator[QemuTransport]:
+    yield from _transport("qemu:debian-rt?accel=tcg&smp=1")
+
+
+def test_rsp_io_runs_in_the_guest_with_its_stimulator(rt_one_cpu: QemuTransport) -> None:
     # rtb-stim travels in the initramfs beside the agent; /dev/pts is mounted
-    # for the pseudo-terminal line.
-    run = collect(rt, ["RSP-IO:line=0,1,2:scenario=4:count=10:timeout_ms=20000"])
+    # for the pseudo-terminal line. One CPU: the stimulator at SCHED_FIFO 99
+    # shares it with the agent, so it must wait for answers blocked (a
+    # spinning one would starve the handler: every edge lost).
+    # Scenario e (the handler blocks: the pty's kernel worker is not starved).
+    run = collect(rt_one_cpu, ["RSP-IO:line=0,1,2:scenario=4:count=10:timeout_ms=20000"])
     (case,) = run.cases
     assert case.outcome == "passed", [(c.name, c.detail) for c in case.checks]
     names = {c.name: c for c in case.checks}
+    assert "SCHED_FIFO 99 on the measured CPU (one CPU)" in names["stimulator"].detail
     for line in ("eventfd", "pipe", "pty"):
         assert "10 edges, 10 answered" in names[f"e_{line}_edges"].detail
         rising = case.find("rising", {"scenario": "e", "line": line})

@@ -62,8 +62,9 @@ int rtb_line_wait(rtb_line *l, rtb_time deadline, int *level);
 /* Drives the output to `level` (0 or 1). */
 int rtb_line_set(rtb_line *l, int level);
 
-/* Starts the stimulator on the far ends of `l`, pinned to `cpu` (-1: any)
- * at the top real-time priority it can get. `extra` (may be NULL) is passed
+/* Starts the stimulator on the far ends of `l`, pinned to `cpu` at the top
+ * real-time priority it can get; cpu -1 (one CPU, shared with the measured
+ * code): unpinned, and it waits for answers blocked instead of spinning. `extra` (may be NULL) is passed
  * on as further arguments (test builds: a clock skew). */
 int rtb_stim_start(rtb_stim *s, rtb_line *l, int cpu, const char *extra, char *why,
                    size_t whycap);

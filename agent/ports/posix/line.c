@@ -400,6 +400,10 @@ int rtb_stim_start(rtb_stim *s, rtb_line *l, int cpu, const char *extra, char *w
     argv[n++] = rtb_line_kind_name(p->kind);
     argv[n++] = "--cpu";
     argv[n++] = cpus;
+    /* No CPU of its own: spinning at the top priority would starve the
+     * answer it waits for. */
+    argv[n++] = "--block";
+    argv[n++] = cpu < 0 ? "1" : "0";
     int e_fd = high(p->edge_fd), a_fd = high(p->answer_fd);
     if (p->kind == RTB_LINE_GPIO) {
         snprintf(drive, sizeof drive, "%u", p->drive);
