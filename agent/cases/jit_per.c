@@ -95,36 +95,118 @@ static void count_interval(tally *t, int64_t dev)
     t->cat[us == 0 ? 0 : us < 10 ? 1 : us < 100 ? 2 : 3]++;
 }
 
+/* Live figures for the progress record: a seqlock, written by the periodic
+ * task after each release and read by the monitor (no 64-bit atomics: a
+ * 32-bit target without libatomic runs this too). */
+typedef struct live {
+    atomic_uint seq;
+    int64_t n, last, max, sum;
+} live;
+
+static void live_add(live *l, int64_t v)
+{
+    unsigned s = atomic_load_explicit(&l->seq, memory_order_relaxed);
+    atomic_store_explicit(&l->seq, s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    l->n++;
+    l->last = v;
+    l->sum += v;
+    if (l->n == 1 || v > l->max)
+        l->max = v;
+    atomic_store_explicit(&l->seq, s + 2, memory_order_release);
+}
+
+static live live_read(live *l)
+{
+    live out;
+    unsigned a, b;
+    do {
+        a = atomic_load_explicit(&l->seq, memory_order_acquire);
+        out.n = l->n;
+        out.last = l->last;
+        out.max = l->max;
+        out.sum = l->sum;
+        atomic_thread_fence(memory_order_acquire);
+        b = atomic_load_explicit(&l->seq, memory_order_relaxed);
+    } while (a != b || (a & 1));
+    return out;
+}
+
+/* The first latency over --break, wherever it happened. */
+typedef struct brk {
+    atomic_int taken;
+    int cpu;
+    int64_t index, value;
+    rtb_time at; /* the release, since the case began */
+} brk;
+
 typedef struct per {
     rtb_ctx *ctx;
-    rtb_time period, stop_at;
+    brk *brk;
+    rtb_sem *done;
+    int cpu; /* where this periodic task runs (-1: unpinned) */
+    rtb_time start, period, stop_at;
     int64_t cycles, slot, released;
     rtb_series lat, iv, dev;
     tally t;
-    blocker b;
+    blocker *b; /* the first CPU's task only */
+    live live;
+    rtb_load *load;
 } per;
+
+/* A latency over the threshold: the sample is already in the series (it
+ * is the last one), the trace stops at once so what led to it stays in the
+ * kernel's buffer, and every periodic task ends at its next wake-up. */
+static void broke(per *p, rtb_time planned, rtb_time w)
+{
+    brk *k = p->brk;
+    if (atomic_exchange(&k->taken, 1))
+        return;
+    k->cpu = p->cpu;
+    k->index = (int64_t)p->lat.hist.n - 1;
+    k->value = w - planned;
+    k->at = planned - p->ctx->started;
+    char mark[160];
+    snprintf(mark, sizeof mark, "rtbench break %s cpu=%d latency=%lld since=%lld\n",
+             p->ctx->cur->id, p->cpu, (long long)k->value,
+             (long long)(rtb_clock_now() - planned));
+    rtb_trace_mark(mark);
+    rtb_trace_stop();
+    atomic_store(&p->ctx->stop, true);
+}
 
 static void periodic(per *p)
 {
-    blocker *b = &p->b;
-    rtb_time next = b->start, prev = 0;
+    blocker *b = p->b;
+    rtb_time next = p->start, prev = 0;
+    int64_t limit = p->ctx->opt->break_ns;
     int bi = 0;
     while (p->slot < p->cycles && next <= p->stop_at &&
            !atomic_load_explicit(&p->ctx->stop, memory_order_relaxed)) {
         rtb_sleep_until(next);
         rtb_time w = rtb_clock_now();
-        rtb_series_push(&p->lat, w - next);
+        /* Another CPU broke meanwhile: its sample is the run's last. */
+        if (limit && atomic_load_explicit(&p->ctx->stop, memory_order_relaxed))
+            break;
+        rtb_series_push_ring(&p->lat, w - next);
         p->t.early += w < next;
         if (p->released) {
-            rtb_series_push(&p->iv, w - prev);
-            rtb_series_push(&p->dev, trunc_us(w - prev - p->period));
+            rtb_series_push_ring(&p->iv, w - prev);
+            rtb_series_push_ring(&p->dev, trunc_us(w - prev - p->period));
             count_interval(&p->t, w - prev - p->period);
         }
-        for (; bi < b->n && b->at[bi] <= p->slot; bi++)
+        live_add(&p->live, w - next);
+        for (; b && bi < b->n && b->at[bi] <= p->slot; bi++)
             if (b->at[bi] == p->slot) {
                 b->release[bi] = p->released;
                 b->latency[bi] = w - next;
             }
+        if (limit && w - next > limit) {
+            broke(p, next, w);
+            p->released++;
+            p->slot++;
+            break;
+        }
         prev = w;
         p->released++;
         p->slot++;
@@ -137,9 +219,16 @@ static void periodic(per *p)
     }
 }
 
+static void per_main(void *arg)
+{
+    per *p = arg;
+    periodic(p);
+    rtb_sem_give(p->done);
+}
+
 static void report_blocker(rtb_ctx *ctx, const per *p, bool ran, rtb_result *r)
 {
-    const blocker *b = &p->b;
+    const blocker *b = p->b;
     if (!ctx->port->realtime) {
         rtb_emit_check_skip(ctx, "blocker", "the self-test needs real-time priority: the "
                             "blocker must preempt the periodic task");
@@ -172,16 +261,28 @@ static void report_blocker(rtb_ctx *ctx, const per *p, bool ran, rtb_result *r)
         *r = RTB_FAILED;
 }
 
-static void report(rtb_ctx *ctx, per *p, rtb_result *r)
+/* "CPU 1: " before a per-CPU check or warning; nothing on one CPU. */
+static const char *on_cpu(const per *p, bool multi, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (multi)
+        snprintf(buf, cap, "CPU %d: ", p->cpu);
+    return buf;
+}
+
+static void report(rtb_ctx *ctx, per *p, bool multi, bool broken, bool capped, rtb_result *r)
 {
     const tally *t = &p->t;
     uint64_t n = p->iv.hist.n;
+    char where[32];
+    on_cpu(p, multi, where, sizeof where);
     rtb_emit_check(ctx, "releases", t->early == 0,
-                   "%lld releases in %lld periods, %llu before their planned time; %llu "
+                   "%s%lld releases in %lld periods, %llu before their planned time; %llu "
                    "intervals vs %lld us: %llu shorter, %llu equal, %llu longer; |deviation| "
                    "0 us: %llu, 1-9 us: %llu, 10-99 us: %llu, >= 100 us: %llu; deviation min "
                    "%.1f us, max %.1f us",
-                   (long long)p->released, (long long)p->slot, (unsigned long long)t->early,
+                   where, (long long)p->released, (long long)p->slot,
+                   (unsigned long long)t->early,
                    (unsigned long long)n, (long long)(p->period / 1000),
                    (unsigned long long)t->shorter, (unsigned long long)t->equal,
                    (unsigned long long)t->longer, (unsigned long long)t->cat[0],
@@ -192,15 +293,15 @@ static void report(rtb_ctx *ctx, per *p, rtb_result *r)
     if (t->early)
         *r = RTB_FAILED;
     if (t->overrun)
-        rtb_warn(ctx, "overrun", "%llu of %lld releases came after the next planned release; "
-                 "%llu periods skipped; max latency %.1f us (period %lld us)",
+        rtb_warn(ctx, "overrun", "%s%llu of %lld releases came after the next planned release; "
+                 "%llu periods skipped; max latency %.1f us (period %lld us)", where,
                  (unsigned long long)t->overrun, (long long)p->released,
                  (unsigned long long)t->skipped, (double)p->lat.hist.max / 1e3,
                  (long long)(p->period / 1000));
-    if (p->slot < p->cycles)
-        rtb_warn(ctx, "truncated", "%lld of %lld periods: stopped by duration_ms or before the "
-                 "hard deadline", (long long)p->slot,
-                 (long long)p->cycles);
+    /* A run that duration_ms ends (a soak run: --duration) ends as planned. */
+    if (p->slot < p->cycles && !broken && !capped)
+        rtb_warn(ctx, "truncated", "%s%lld of %lld periods: stopped before the hard deadline",
+                 where, (long long)p->slot, (long long)p->cycles);
 }
 
 /* The planned periods, or the cap when it is shorter: the hard deadline
@@ -213,114 +314,272 @@ static rtb_time expected(const rtb_ctx *ctx)
     return cap && cap < planned ? cap : planned;
 }
 
-static rtb_result run(rtb_ctx *ctx)
+/* Per CPU: n, the latest, the largest and the sum of the latencies so far
+ * (docs/wire-format.md, `progress`). Written by the monitor at priority 1,
+ * below every periodic task. */
+static void emit_progress(rtb_ctx *ctx, per *ps, int np)
 {
-    per *p = rtb_mem_calloc(1, sizeof *p);
-    if (!p) {
-        rtb_emit_check_error(ctx, "buffer", "no memory");
-        return RTB_ERROR;
+    rtb_json *j = rtb_rec_begin(ctx->stream, "progress");
+    rtb_json_str(j, "case", ctx->cur->id);
+    rtb_json_str(j, "series", "latency");
+    rtb_json_i64(j, "elapsed_ns", rtb_clock_now() - ctx->started);
+    rtb_json_arr(j, "cpus");
+    for (int i = 0; i < np; i++) {
+        live l = live_read(&ps[i].live);
+        rtb_json_obj(j, NULL);
+        rtb_json_i64(j, "cpu", ps[i].cpu);
+        rtb_json_i64(j, "n", l.n);
+        if (l.n) {
+            rtb_json_i64(j, "last", l.last);
+            rtb_json_i64(j, "max", l.max);
+        }
+        rtb_json_i64(j, "sum", l.sum);
+        rtb_json_obj_end(j);
     }
+    rtb_json_arr_end(j);
+    rtb_rec_end(ctx->stream);
+}
+
+static void emit_break(rtb_ctx *ctx, const brk *k, bool multi)
+{
+    rtb_json *j = rtb_rec_begin(ctx->stream, "break");
+    rtb_json_str(j, "case", ctx->cur->id);
+    rtb_json_str(j, "series", "latency");
+    if (multi) {
+        rtb_json_obj(j, "point");
+        rtb_json_i64(j, "cpu", k->cpu);
+        rtb_json_obj_end(j);
+    }
+    rtb_json_i64(j, "cpu", k->cpu);
+    rtb_json_i64(j, "index", k->index);
+    rtb_json_i64(j, "value", k->value);
+    rtb_json_i64(j, "threshold", ctx->opt->break_ns);
+    rtb_json_i64(j, "at_ns", k->at);
+    rtb_rec_end(ctx->stream);
+}
+
+static int init_per(rtb_ctx *ctx, per *p, int cpu, size_t cap, bool multi)
+{
     p->ctx = ctx;
+    p->cpu = cpu;
     p->period = rtb_param(ctx, "period_us") * 1000;
     p->cycles = rtb_param(ctx, "cycles");
-    blocker *b = &p->b;
-    b->period = p->period;
-    b->hold = rtb_param(ctx, "blocker_us") * 1000;
-    b->n = b->hold ? (int)rtb_param(ctx, "blocker_count") : 0;
-    size_t cap = (size_t)p->cycles;
-    if (cap > ctx->opt->max_samples)
-        cap = ctx->opt->max_samples;
     int ok = rtb_series_init(&p->lat, "latency", cap) == RTB_OK;
     ok = (rtb_series_init(&p->iv, "interval", cap) == RTB_OK) & ok;
     ok = (rtb_series_init(&p->dev, "deviation", cap) == RTB_OK) & ok;
-    rtb_result r = RTB_PASSED;
-    if (!ok) {
-        rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", cap);
-        r = RTB_ERROR;
-        goto out;
-    }
+    /* The last `cap` samples of a run of any length: the newest, the one
+     * that broke the run, always among them. */
+    p->lat.ring = p->iv.ring = p->dev.ring = true;
     rtb_hist_init_linear(&p->dev.hist, -DEV_US * 1000, 1000, 2 * DEV_US + 1);
-
-    /* The cap, and a second before the hard deadline for the records. */
-    rtb_time cap_ns = rtb_param(ctx, "duration_ms") * 1000000;
-    p->stop_at = cap_ns ? ctx->started + cap_ns : ctx->deadline;
-    if (p->stop_at > ctx->deadline - 1000000000)
-        p->stop_at = ctx->deadline - 1000000000;
-    rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
-    rtb_load *load = NULL;
-    char err[256];
-    /* Normal scheduling (priority 0): the task preempts the load and meets
-     * only its kernel sections, as in the published method. A real-time
-     * load keeping the CPU busy would spend the RT budget every second, and
-     * RT throttling's stall would become the headline max. */
-    int lrc = rtb_load_start(&load, "kernel", (int)rtb_param(ctx, "load_threads"),
-                             ctx->opt->cpu, 0, err, sizeof err);
-    if (lrc != RTB_OK) {
-        if (lrc == RTB_ENOTSUP) {
-            r = rtb_unsupported(ctx, "%s", err);
-        } else {
-            rtb_emit_check_error(ctx, "load", "%s", err);
-            r = RTB_ERROR;
-        }
-        goto out;
+    if (multi) {
+        rtb_series_set_point(&p->lat, "cpu", cpu);
+        rtb_series_set_point(&p->iv, "cpu", cpu);
+        rtb_series_set_point(&p->dev, "cpu", cpu);
     }
-    b->start = rtb_clock_now() + (2 * p->period > 2000000 ? 2 * p->period : 2000000);
-    b->stop_at = p->stop_at;
-    int64_t reach = (p->stop_at - b->start) / p->period;
-    if (reach > p->cycles)
-        reach = p->cycles;
-    /* One random slot in each of n equal stretches (fixed seed: the same
-     * slots every run). */
+    return ok ? RTB_OK : RTB_ENOMEM;
+}
+
+static void free_per(per *p)
+{
+    rtb_series_free(&p->dev);
+    rtb_series_free(&p->iv);
+    rtb_series_free(&p->lat);
+}
+
+/* One random slot in each of n equal stretches (fixed seed: the same slots
+ * every run). */
+static void plan_blocker(blocker *b, int64_t reach)
+{
     uint64_t seed = 0x9E3779B97F4A7C15u;
     for (int i = 0; i < b->n && reach > b->n; i++) {
         int64_t lo = 1 + i * (reach - 1) / b->n, hi = 1 + (i + 1) * (reach - 1) / b->n;
         b->at[i] = lo + (int64_t)(xorshift(&seed) % (uint64_t)(hi - lo));
         b->release[i] = -1;
     }
-    rtb_thread th;
-    int nth = 0;
+}
+
+/* Waits for the periodic tasks, writing a progress record every
+ * --progress ms meanwhile. */
+static void monitor(rtb_ctx *ctx, rtb_sem *done, per *ps, int np)
+{
+    rtb_time every = ctx->opt->progress_ms * 1000000, next = ctx->started + every;
+    if (every)
+        rtb_thread_self_set(1, ctx->opt->cpu);
+    for (int left = np; left > 0;) {
+        int rc = rtb_sem_take(done, every ? next : RTB_FOREVER);
+        if (rc == RTB_OK) {
+            left--;
+        } else if (rc == RTB_ETIMEDOUT) {
+            emit_progress(ctx, ps, np);
+            for (rtb_time now = rtb_clock_now(); next <= now;)
+                next += every;
+        } else {
+            break; /* the join below still waits for them */
+        }
+    }
+    rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
+}
+
+static rtb_result run(rtb_ctx *ctx)
+{
+    bool multi = ctx->opt->ncpus > 0;
+    int np = multi ? ctx->opt->ncpus : 1;
+    per *ps = rtb_mem_calloc((size_t)np, sizeof *ps);
+    blocker *b = rtb_mem_calloc(1, sizeof *b);
+    brk *k = rtb_mem_calloc(1, sizeof *k);
+    rtb_thread *th = rtb_mem_calloc((size_t)np + 1, sizeof *th);
+    rtb_sem done;
+    bool have_done = false;
+    int nth = 0, started = 0;
+    rtb_result r = RTB_PASSED;
+    if (!ps || !b || !k || !th) {
+        rtb_emit_check_error(ctx, "buffer", "no memory");
+        r = RTB_ERROR;
+        goto out;
+    }
+    int64_t cycles = rtb_param(ctx, "cycles");
+    size_t cap = (size_t)cycles;
+    if (cap > ctx->opt->max_samples)
+        cap = ctx->opt->max_samples;
+    for (int i = 0; i < np; i++)
+        if (init_per(ctx, &ps[i], multi ? ctx->opt->cpus[i] : ctx->opt->cpu, cap, multi) !=
+            RTB_OK) {
+            rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples on %d CPUs", cap,
+                                 np);
+            r = RTB_ERROR;
+            goto out;
+        }
+    if (rtb_sem_create(&done, 0) != RTB_OK) {
+        rtb_emit_check_error(ctx, "buffer", "no semaphore");
+        r = RTB_ERROR;
+        goto out;
+    }
+    have_done = true;
+    rtb_time period = ps[0].period;
+    b->period = period;
+    b->hold = rtb_param(ctx, "blocker_us") * 1000;
+    b->n = b->hold ? (int)rtb_param(ctx, "blocker_count") : 0;
+
+    /* The cap, and a second before the hard deadline for the records. */
+    rtb_time cap_ns = rtb_param(ctx, "duration_ms") * 1000000;
+    rtb_time stop_at = cap_ns ? ctx->started + cap_ns : ctx->deadline;
+    bool capped = cap_ns != 0;
+    if (stop_at > ctx->deadline - 1000000000) {
+        stop_at = ctx->deadline - 1000000000;
+        capped = false;
+    }
+    rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
+    char err[256];
+    /* Normal scheduling (priority 0): the task preempts the load and meets
+     * only its kernel sections, as in the published method. A real-time
+     * load keeping the CPU busy would spend the RT budget every second, and
+     * RT throttling's stall would become the headline max. One load per
+     * measured CPU. */
+    for (int i = 0; i < np; i++) {
+        int lrc = rtb_load_start(&ps[i].load, "kernel", (int)rtb_param(ctx, "load_threads"),
+                                 ps[i].cpu, 0, err, sizeof err);
+        if (lrc != RTB_OK) {
+            if (lrc == RTB_ENOTSUP) {
+                r = rtb_unsupported(ctx, "%s", err);
+            } else {
+                rtb_emit_check_error(ctx, "load", "%s", err);
+                r = RTB_ERROR;
+            }
+            goto stop_loads;
+        }
+    }
+    rtb_time start = rtb_clock_now() + (2 * period > 2000000 ? 2 * period : 2000000);
+    b->start = start;
+    b->stop_at = stop_at;
+    int64_t reach = (stop_at - start) / period;
+    if (reach > cycles)
+        reach = cycles;
+    plan_blocker(b, reach);
+    for (int i = 0; i < np; i++) {
+        ps[i].brk = k;
+        ps[i].done = &done;
+        ps[i].start = start;
+        ps[i].stop_at = stop_at;
+    }
+    ps[0].b = b;
     if (b->n && reach > b->n) {
         rtb_thread_attr a = rtb_attr(ctx, "jit-blocker", 1);
-        nth = rtb_thread_create(&th, &a, blocker_main, b) == RTB_OK;
+        a.cpu = ps[0].cpu;
+        nth = rtb_thread_create(&th[np], &a, blocker_main, b) == RTB_OK;
     }
-    rtb_thread_self_set(rtb_attr(ctx, "jit-per", 0).priority, ctx->opt->cpu);
-    periodic(p);
+    for (int i = 0; i < np; i++) {
+        rtb_thread_attr a = rtb_attr(ctx, "jit-per", 0);
+        a.cpu = ps[i].cpu;
+        if (rtb_thread_create(&th[i], &a, per_main, &ps[i]) != RTB_OK) {
+            rtb_emit_check_error(ctx, "thread", "cannot start the periodic task on CPU %d",
+                                 ps[i].cpu);
+            r = RTB_ERROR;
+            atomic_store(&ctx->stop, true);
+            break;
+        }
+        started++;
+    }
+    monitor(ctx, &done, ps, started);
     atomic_store(&b->done, true);
-    rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
-    if (nth && rtb_join_all(ctx, &th, 1) != RTB_OK)
+    if (rtb_join_all(ctx, th, started) != RTB_OK)
         r = RTB_ERROR;
-    rtb_load_stats ls;
-    if (rtb_load_stop(load, ctx->deadline + 2000000000, &ls) != RTB_OK)
+    if (nth && rtb_join_all(ctx, &th[np], 1) != RTB_OK)
         r = RTB_ERROR;
-
-    if (!p->released) {
-        rtb_emit_check_error(ctx, "releases", "no release before the hard deadline");
-        r = RTB_ERROR;
-    } else {
-        report(ctx, p, &r);
+    bool broken = atomic_load(&k->taken) != 0;
+    if (broken)
+        emit_break(ctx, k, multi);
+    for (int i = 0; i < np && r != RTB_ERROR; i++) {
+        if (!ps[i].released) {
+            rtb_emit_check_error(ctx, "releases", "%sno release before the hard deadline",
+                                 multi ? "a CPU had " : "");
+            r = RTB_ERROR;
+        } else {
+            report(ctx, &ps[i], multi, broken, capped, &r);
+        }
     }
-    if (load) {
+    if (b->hold)
+        report_blocker(ctx, &ps[0], nth, &r);
+stop_loads:
+    for (int i = 0; i < np; i++) {
+        rtb_load_stats ls;
+        if (!ps[i].load)
+            continue;
+        if (rtb_load_stop(ps[i].load, ctx->deadline + 2000000000, &ls) != RTB_OK) {
+            r = RTB_ERROR;
+            continue;
+        }
+        if (r == RTB_UNSUPPORTED)
+            continue;
+        char where[32];
+        on_cpu(&ps[i], multi, where, sizeof where);
         /* Jitter "under load" means nothing if the load never got the CPU. */
         bool ran = ls.ops_total > 0;
         if (ran && ls.ops_min == 0) /* less load than asked, still under load */
-            rtb_warn(ctx, "load_idle", "a kernel-load thread completed no %s", ls.unit);
+            rtb_warn(ctx, "load_idle", "%sa kernel-load thread completed no %s", where,
+                     ls.unit);
         rtb_emit_check(ctx, "load_ran", ran,
-                       "%d kernel-load threads at normal priority: %llu %s, the least busy "
-                       "%llu", ls.threads, (unsigned long long)ls.ops_total, ls.unit,
+                       "%s%d kernel-load threads at normal priority: %llu %s, the least busy "
+                       "%llu", where, ls.threads, (unsigned long long)ls.ops_total, ls.unit,
                        (unsigned long long)ls.ops_min);
         if (!ran && r == RTB_PASSED)
             r = RTB_FAILED;
     }
-    if (b->hold)
-        report_blocker(ctx, p, nth, &r);
-    rtb_emit_series(ctx, &p->lat);
-    rtb_emit_series(ctx, &p->iv);
-    rtb_emit_series(ctx, &p->dev);
+    if (started)
+        for (int i = 0; i < np; i++) {
+            rtb_emit_series(ctx, &ps[i].lat);
+            rtb_emit_series(ctx, &ps[i].iv);
+            rtb_emit_series(ctx, &ps[i].dev);
+        }
 out:
-    rtb_series_free(&p->lat);
-    rtb_series_free(&p->iv);
-    rtb_series_free(&p->dev);
-    rtb_mem_free(p);
+    if (have_done)
+        rtb_sem_delete(&done);
+    /* In reverse order of allocation: an arena takes back its top. */
+    for (int i = np - 1; ps && i >= 0; i--)
+        free_per(&ps[i]);
+    rtb_mem_free(th);
+    rtb_mem_free(k);
+    rtb_mem_free(b);
+    rtb_mem_free(ps);
     return r;
 }
 
@@ -331,4 +590,5 @@ const rtb_case rtb_case_jit_per = {
     .nparams = sizeof params / sizeof params[0],
     .run = run,
     .expected_ns = expected,
+    .per_cpu = true,
 };

@@ -139,6 +139,10 @@ typedef struct rtb_series {
     int64_t *v;             /* preallocated, prefaulted */
     size_t cap, n;
     uint64_t dropped;       /* pushed when full: in the hist, not in v */
+    /* Ring mode (soak runs): v keeps the last `cap` samples, head is the
+     * oldest; `dropped` counts the overwritten ones. */
+    bool ring;
+    size_t head;
     rtb_hist hist;
 } rtb_series;
 
@@ -155,6 +159,26 @@ static inline void rtb_series_push(rtb_series *s, int64_t v)
     else
         s->dropped++;
     rtb_hist_add(&s->hist, v);
+}
+/* The same for a ring series: the newest sample always stays. */
+static inline void rtb_series_push_ring(rtb_series *s, int64_t v)
+{
+    if (s->n < s->cap) {
+        s->v[s->n++] = v;
+    } else if (s->cap) {
+        s->v[s->head] = v;
+        s->head = s->head + 1 == s->cap ? 0 : s->head + 1;
+        s->dropped++;
+    } else {
+        s->dropped++;
+    }
+    rtb_hist_add(&s->hist, v);
+}
+/* The i-th oldest sample kept (i < s->n), in either mode. */
+static inline int64_t rtb_series_at(const rtb_series *s, size_t i)
+{
+    size_t k = s->head + i;
+    return s->v[k >= s->cap ? k - s->cap : k];
 }
 
 /* ---- case memory (mem.c) ---------------------------------------------- */
@@ -206,6 +230,12 @@ typedef struct rtb_options {
     size_t max_samples;  /* per series buffer */
     int64_t deadline_slack_ms; /* added to each case's hard deadline */
     bool pinned;         /* case threads on `cpu` (false: cpu is -1) */
+    /* Per-CPU cases (rtb_case.per_cpu): measure on each of these CPUs at
+     * once, one series per CPU (point `cpu`); ncpus 0: on `cpu` alone. */
+    const int *cpus;
+    int ncpus;
+    int64_t break_ns;    /* >0: per-CPU cases stop at the first latency above it */
+    int64_t progress_ms; /* >0: per-CPU cases write a `progress` record this often */
 } rtb_options;
 
 /* The defaults every entry point starts from (cpu -1: resolve it with
@@ -247,6 +277,9 @@ typedef struct rtb_case {
      * the hard deadline is 3x this plus the slack. NULL: its `duration_ms`
      * parameter times its sweep points (0 without one). */
     rtb_time (*expected_ns)(const rtb_ctx *ctx);
+    /* It honours opt->cpus, opt->break_ns and opt->progress_ms (JIT-PER);
+     * the runner warns when a run asks them of any other case. */
+    bool per_cpu;
 } rtb_case;
 
 extern const rtb_case *const rtb_cases[];

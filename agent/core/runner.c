@@ -152,6 +152,16 @@ static void hello(rtb_stream *s, const rtb_options *o, const rtb_port_info *pi,
     rtb_json_bool(j, "trace_marker", tracing);
     rtb_json_bool(j, "pinned", o->pinned);
     rtb_json_str(j, "load", lp ? lp->text : "none");
+    if (o->ncpus) {
+        rtb_json_arr(j, "cpus");
+        for (int i = 0; i < o->ncpus; i++)
+            rtb_json_i64(j, NULL, o->cpus[i]);
+        rtb_json_arr_end(j);
+    }
+    if (o->break_ns)
+        rtb_json_i64(j, "break_ns", o->break_ns);
+    if (o->progress_ms)
+        rtb_json_i64(j, "progress_ms", o->progress_ms);
     rtb_json_str(j, "load_cpus", lp ? lp->cpus_text : "");
     rtb_json_i64(j, "load_threads", !lp ? 0 : lp->threads ? lp->threads : lp->ncpus);
     rtb_json_arr(j, "cases");
@@ -241,6 +251,12 @@ static rtb_result run_case(rtb_ctx *ctx, watchdog *wd, const rtb_planned *p,
     rtb_json_obj(j, "params");
     rtb_params_write(j, p->c, &p->pv);
     rtb_json_i64(j, "cpu", ctx->opt->cpu);
+    if (p->c->per_cpu && ctx->opt->ncpus) {
+        rtb_json_arr(j, "cpus");
+        for (int i = 0; i < ctx->opt->ncpus; i++)
+            rtb_json_i64(j, NULL, ctx->opt->cpus[i]);
+        rtb_json_arr_end(j);
+    }
     rtb_json_i64(j, "priority", ctx->opt->priority);
     rtb_json_str(j, "load", lp ? lp->text : "none");
     rtb_json_obj_end(j);
@@ -263,6 +279,9 @@ static rtb_result run_case(rtb_ctx *ctx, watchdog *wd, const rtb_planned *p,
         if (!ctx->port->realtime)
             rtb_warn(ctx, "not_realtime", "%s: figures measured without real-time priority",
                      ctx->port->rt_detail);
+        if (!p->c->per_cpu && (ctx->opt->ncpus || ctx->opt->break_ns))
+            rtb_warn(ctx, "per_cpu", "measured on CPU %d only: --cpus and --break apply to "
+                     "per-CPU cases (JIT-PER)", ctx->opt->cpu);
         ctx->deadline = t0 + budget;
         watchdog_set(wd, ctx->deadline);
         RTB_INJECT_ARM(true);

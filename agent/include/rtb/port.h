@@ -69,6 +69,10 @@ void rtb_port_abort(int status);
  * records. Outside measured sections only. No-ops when not opened. */
 int rtb_trace_open(const char *path);
 void rtb_trace_mark(const char *text);
+/* Stops kernel tracing (Linux: the marker's instance's tracing_on = 0), so
+ * that what led to a break stays in the trace buffer, as cyclictest -b
+ * does. Right after a break only; a no-op when not opened. */
+void rtb_trace_stop(void);
 
 /* ---- threads --------------------------------------------------------- */
 

@@ -36,6 +36,11 @@ static void usage(FILE *f)
             "  --deadline-slack MS  added to each case's hard deadline (default 20000)\n"
             "  --trace-marker PATH  write case begin/end marks there (tracefs trace_marker)\n"
             "  --no-pin           do not pin case threads to the measurement CPU\n"
+            "  --cpus LIST|all    per-CPU cases (JIT-PER): measure on each of these CPUs at\n"
+            "                     once, one series per CPU\n"
+            "  --break NS         per-CPU cases: stop at the first latency above NS (a\n"
+            "                     `break` record names it; stops the kernel trace)\n"
+            "  --progress MS      per-CPU cases: a `progress` record every MS (live figures)\n"
             "  --load SPEC        background load during every case (default none);\n"
             "                     SPEC = KIND[:name=value...][,KIND...], see below\n"
             "  --load-cpus LIST   CPUs for the load threads, e.g. 0-2,5 (default: all)\n"
@@ -104,12 +109,14 @@ int main(int argc, char **argv)
         {"load", required_argument, NULL, 'L'}, {"load-cpus", required_argument, NULL, 'C'},
         {"load-threads", required_argument, NULL, 'T'}, {"no-pin", no_argument, NULL, 'P'},
         {"dry-run", no_argument, NULL, 'n'},
+        {"cpus", required_argument, NULL, 'A'}, {"break", required_argument, NULL, 'B'},
+        {"progress", required_argument, NULL, 'G'},
         {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
     /* Not for users: the stress load starts its guardian this way. */
     if (argc > 1 && strcmp(argv[1], "--load-guard") == 0)
         return rtb_load_guard(argc - 2, argv + 2);
     rtb_options opt = RTB_OPTIONS_DEFAULT;
-    const char *load_cpus = NULL;
+    const char *load_cpus = NULL, *measure_cpus = NULL;
     bool dry_run = false;
     static rtb_load_plan lp = {.text = "none"};
     static rtb_planned run[RTB_MAX_RUN];
@@ -130,6 +137,9 @@ int main(int argc, char **argv)
         case 'T': lp.threads = atoi(optarg); break;
         case 'P': opt.pinned = false; break;
         case 'n': dry_run = true; break;
+        case 'A': measure_cpus = optarg; break;
+        case 'B': opt.break_ns = strtoll(optarg, NULL, 10); break;
+        case 'G': opt.progress_ms = strtoll(optarg, NULL, 10); break;
         case 'i':
 #ifdef RTB_TEST_HOOKS
             if (rtb_inject_set(optarg) != RTB_OK) {
@@ -155,6 +165,10 @@ int main(int argc, char **argv)
     }
     if (opt.deadline_slack_ms < 100 || opt.deadline_slack_ms > 86400000) {
         fprintf(stderr, "rtbench-agent: --deadline-slack must be 100..86400000 ms\n");
+        return 2;
+    }
+    if (opt.break_ns < 0 || opt.progress_ms < 0 || opt.progress_ms > 86400000) {
+        fprintf(stderr, "rtbench-agent: --break must be >= 0 ns, --progress 0..86400000 ms\n");
         return 2;
     }
     if (lp.threads < 0 || lp.threads > 64) {
@@ -188,6 +202,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "rtbench-agent: --load-cpus '%s': write CPUs 0..%d as a list like "
                 "0-2,5\n", load_cpus, cpus - 1);
         return 2;
+    }
+    /* The same list syntax as --load-cpus; "all": every CPU. */
+    static rtb_load_plan mp;
+    if (measure_cpus) {
+        bool all = strcmp(measure_cpus, "all") == 0;
+        if (!parse_cpus(all ? NULL : measure_cpus, cpus, &mp)) {
+            fprintf(stderr, "rtbench-agent: --cpus '%s': write 'all' or CPUs 0..%d as a list "
+                    "like 0-2,5\n", measure_cpus, cpus - 1);
+            return 2;
+        }
+        opt.cpus = mp.cpus;
+        opt.ncpus = mp.ncpus;
     }
     if (dry_run)
         return 0;

@@ -243,11 +243,27 @@ void rtb_port_abort(int status)
 }
 
 static int trace_fd = -1; /* process-wide like the kernel's marker itself */
+static int trace_on_fd = -1; /* the same instance's tracing_on */
 
 int rtb_trace_open(const char *path)
 {
     trace_fd = open(path, O_WRONLY | O_CLOEXEC);
-    return trace_fd >= 0 ? RTB_OK : from_errno(errno);
+    if (trace_fd < 0)
+        return from_errno(errno);
+    /* Opened now, not at the break: the break must stop tracing at once. */
+    static char on[4096];
+    const char *slash = strrchr(path, '/');
+    int dir = slash ? (int)(slash - path) : 0;
+    if (snprintf(on, sizeof on, "%.*s%stracing_on", dir, path, slash ? "/" : "") <
+        (int)sizeof on)
+        trace_on_fd = open(on, O_WRONLY | O_CLOEXEC);
+    return RTB_OK;
+}
+
+void rtb_trace_stop(void)
+{
+    if (trace_on_fd >= 0 && write(trace_on_fd, "0", 1) < 0)
+        trace_on_fd = -1;
 }
 
 void rtb_trace_mark(const char *text)

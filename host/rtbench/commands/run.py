@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from rtbench import catalogue
+from rtbench import catalogue, soak
 from rtbench.ab import load_args
 from rtbench.build import BuildError, ensure_agent
 from rtbench.commands.common import (
@@ -29,6 +29,7 @@ from rtbench.commands.common import (
 )
 from rtbench.commands.targets import open_transport, resolve_or_fail, target_option
 from rtbench.measure import Measured, StopSignals, measure, plan_for, read_stream, store_run
+from rtbench.reports import live
 from rtbench.reports.terminal import render_run
 from rtbench.session import Progress as RunProgress
 from rtbench.stream import Record, StreamError
@@ -120,6 +121,27 @@ def finish(
     help="Threads per load kind (default: one per load CPU).",
 )
 @click.option("--no-pin", is_flag=True, help="Do not pin case threads to the measurement CPU.")
+@click.option(
+    "--cpus",
+    metavar="all|LIST",
+    default=None,
+    help="Per-CPU cases (JIT-PER): measure on each of these CPUs at once, one series per CPU.",
+)
+@click.option(
+    "--duration",
+    metavar="TIME",
+    default=None,
+    help="Per-CPU cases: run this long (10s, 60m, 2h) in bounded memory on the target.",
+)
+@click.option(
+    "--break",
+    "break_us",
+    type=float,
+    metavar="US",
+    default=None,
+    help="Per-CPU cases: stop at the first latency over US µs; with --trace, keep and "
+    "explain the kernel trace before it.",
+)
 @target_option
 @click.option(
     "--exit-zero-if-stored",
@@ -145,6 +167,9 @@ def run(
     load_cpus: str | None,
     load_threads: int | None,
     no_pin: bool,
+    cpus: str | None,
+    duration: str | None,
+    break_us: float | None,
     target_spec: str | None,
     exit_zero_if_stored: bool,
 ) -> None:
@@ -166,9 +191,11 @@ def run(
         plan = select(
             suite, list(cases), list(overrides), {c.id: c.param_names for c in known.values()}
         )
-    except SelectionError as e:
+        duration_s = soak.parse_duration(duration) if duration is not None else None
+        soak_args = soak.apply(plan, cpus, duration_s, break_us, soak.user_overrides(overrides))
+    except (SelectionError, soak.SoakError) as e:
         fail(str(e))
-    args = [f"--priority={priority}", f"--max-samples={max_samples}"]
+    args = [f"--priority={priority}", f"--max-samples={max_samples}", *soak_args]
     if cpu is not None:
         args.append(f"--cpu={cpu}")
     if no_samples:
@@ -199,12 +226,26 @@ def run(
             transient=True,
         ) as bar:
             task = bar.add_task("starting the agent", total=None)
+            figures: list[str] = []
 
             def on_record(rec: Record, p: RunProgress) -> None:
+                if rec.kind == "progress":
+                    snap = live.snapshot(rec.body)
+                    if err.is_terminal:
+                        figures[:] = live.table_lines(snap, duration_s)
+                    else:  # piped: one line per interval
+                        err.print(live.one_line(snap, duration_s), highlight=False, soft_wrap=True)
+                elif rec.kind == "end":
+                    figures.clear()
                 bar.update(
                     task,
-                    description=f"{p.case or 'starting'} · case {p.cases_done + 1}"
-                    f"/{len(plan)} · {p.records} records",
+                    description="\n".join(
+                        [
+                            f"{p.case or 'starting'} · case {p.cases_done + 1}"
+                            f"/{len(plan)} · {p.records} records",
+                            *figures,
+                        ]
+                    ),
                 )
 
             try:

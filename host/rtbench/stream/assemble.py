@@ -107,6 +107,8 @@ class _Assembler:
             "warn": self.warn,
             "end": self.end,
             "bye": self.bye,
+            "progress": self.progress,
+            "break": self.brk,
         }
 
     def issue(self, kind: IssueKind, detail: str, line: int | None = None) -> None:
@@ -207,6 +209,27 @@ class _Assembler:
             return
         case = self.case(body)
         case.result.warnings.append(Warning(code, detail, case.result.case))
+
+    def progress(self, body: dict[str, Any]) -> None:
+        """Interim figures (`rtbench run` shows them live): the case's own
+        records follow, so there is nothing here to keep."""
+        del body
+
+    def brk(self, body: dict[str, Any]) -> None:
+        case = self.case(body)
+        cpu = body.get("cpu")
+        threshold = body.get("threshold")
+        at = body.get("at_ns")
+        detail = (
+            f"stopped at the first {body['series']} over "
+            + (f"{threshold / 1000:g} µs" if isinstance(threshold, int) else "the threshold")
+            + f": sample {body['index']}"
+            + (f" on CPU {cpu}" if isinstance(cpu, int) else "")
+            + f", {body['value'] / 1000:.1f} µs"
+            + (f", {at / 1e9:.3f} s into the case" if isinstance(at, int) else "")
+            + " (the last sample of its series)"
+        )
+        case.result.warnings.append(Warning("break", detail, case.result.case))
 
     def end(self, body: dict[str, Any]) -> None:
         outcome = body["result"]

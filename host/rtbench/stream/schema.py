@@ -229,6 +229,16 @@ def _pairs(value: list[Any], where: str) -> None:
             conform(U64, c, f"{where} count")
 
 
+_PROGRESS_CPU = obj(
+    fields(cpu=req(WIRE_INT), n=req(U64), last=opt(WIRE_INT), max=opt(WIRE_INT), sum=req(WIRE_INT))
+)
+
+
+def _progress_cpus(value: list[Any], where: str) -> None:
+    for i, item in enumerate(value):
+        conform(_PROGRESS_CPU, item, f"{where}[{i}]")
+
+
 layout = Type(dict, "an object", more=_layout_kind)
 counts = Type(list, "a list", more=_pairs)
 _EXACT = fields(n=req(U64), min=opt(WIRE_INT), max=opt(WIRE_INT), sum=req(SUM))
@@ -255,6 +265,24 @@ RECORDS: dict[str, Fields] = {
         reason=opt(text),
     ),
     "bye": fields(result=req(choice(*RUN_RESULTS)), records=req(U64)),
+    # Interim figures of a long case (per CPU): shown live, never stored.
+    "progress": fields(
+        case=req(text),
+        series=opt(text),
+        elapsed_ns=opt(WIRE_INT),
+        cpus=req(Type(list, "a list", more=_progress_cpus)),
+    ),
+    # The sample that stopped a case at --break: the last of its series.
+    "break": fields(
+        case=req(text),
+        series=req(text),
+        point=opt(point),
+        cpu=opt(WIRE_INT),
+        index=req(U64),
+        value=req(WIRE_INT),
+        threshold=opt(WIRE_INT),
+        at_ns=opt(WIRE_INT),
+    ),
 }
 
 

@@ -1,0 +1,159 @@
+"""Per-CPU and soak runs of JIT-PER (docs/soak.md): one series per CPU with
+--cpus, a run of a given duration in flat memory with live progress
+records, and --break stopping at the first latency over a threshold.
+
+No absolute time is asserted: series and their points, counts that add up,
+the sample that broke the run against the threshold it broke, and memory
+measured twice in one run."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rtbench.model import CaseResult
+from rtbench.stream import parse_lines
+
+Runner = Any
+
+TWO_CPUS = pytest.mark.skipif(
+    len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to measure on both"
+)
+
+
+def jit(result: Any) -> CaseResult:
+    c = result.run.case("JIT-PER")
+    assert isinstance(c, CaseResult), result.stderr
+    return c
+
+
+@TWO_CPUS
+def test_cpus_all_gives_one_series_per_cpu(test_agent: Path, run_agent: Runner) -> None:
+    case = "JIT-PER:period_us=1000:cycles=200:load_threads=1"
+    r = run_agent(test_agent, ["--cpus", "all", case])
+    c = jit(r)
+    cpus = sorted(range(os.cpu_count() or 1))
+    assert r.run.hello["params"]["cpus"] == cpus
+    for name in ("latency", "interval", "deviation"):
+        found = sorted(int(s.point["cpu"]) for s in c.series if s.name == name)
+        assert found == cpus, (name, [s.label for s in c.series])
+        assert all(s.point == {"cpu": s.point["cpu"]} for s in c.series if s.name == name)
+    for cpu in cpus:
+        lat = c.find("latency", {"cpu": cpu})
+        assert lat is not None and lat.n > 0 and lat.samples is not None
+        assert len(lat.samples) == lat.n - lat.dropped
+    # One `releases` and one `load_ran` check per CPU, each naming its CPU.
+    for name in ("releases", "load_ran"):
+        details = [k.detail for k in c.checks if k.name == name]
+        assert sorted(int(re.match(r"CPU (\d+): ", d)[1]) for d in details) == cpus  # type: ignore[index]
+    # Negative control: without --cpus, one series on the measurement CPU, no point.
+    single = jit(run_agent(test_agent, [case]))
+    assert [s.point for s in single.series if s.name == "latency"] == [{}]
+
+
+def test_cpus_refused_when_unknown(test_agent: Path, run_agent: Runner) -> None:
+    r = run_agent(test_agent, ["--cpus", "0-99999", "JIT-PER:cycles=2"])
+    assert r.code == 2 and "--cpus" in r.stderr
+
+
+def test_other_cases_say_they_ignore_cpus(test_agent: Path, run_agent: Runner) -> None:
+    r = run_agent(test_agent, ["--cpus", "all", "CAL-REF:repeats=10"])
+    c = r.run.case("CAL-REF")
+    assert c is not None and any(w.code == "per_cpu" for w in c.warnings)
+
+
+def _rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_duration_runs_that_long_in_flat_memory(agent: Path) -> None:
+    """10 s at a 1 ms period: 10,000 releases, ten times the ring of raw
+    samples; the memory the agent holds at 2 s and near the end is the
+    same (everything is allocated, and touched, before the first release)."""
+    cap = 1000
+    args = [
+        str(agent),
+        "--progress=1000",
+        f"--max-samples={cap}",
+        "JIT-PER:period_us=1000:cycles=1000000000:duration_ms=10000:load_threads=1",
+    ]
+    t0 = time.monotonic()
+    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
+        rss: list[int] = []
+        for at in (2.0, 9.0):
+            time.sleep(max(0.0, t0 + at - time.monotonic()))
+            rss.append(_rss_kb(proc.pid))
+        out, _ = proc.communicate(timeout=120)
+    took = time.monotonic() - t0
+    assert proc.returncode in (0, 1), proc.returncode
+    assert took > 10.0
+    assert abs(rss[1] - rss[0]) <= 0.1 * rss[0], rss
+    parser = parse_lines(out.splitlines())
+    progress = [r for r in parser.records if r.kind == "progress"]
+    summary = next(
+        r for r in parser.records if r.kind == "summary" and r.body["series"] == "latency"
+    )
+    # The histogram counted every release; the ring kept the last `cap`.
+    assert summary.body["n"] > 5 * cap
+    assert summary.body["dropped"] == summary.body["n"] - cap
+    # A progress record about every second, its counts growing.
+    assert len(progress) >= 5
+    ns = [r.body["cpus"][0]["n"] for r in progress]
+    assert ns == sorted(ns) and ns[-1] <= summary.body["n"]
+    assert all(r.body["cpus"][0]["max"] <= summary.body["max"] for r in progress)
+    warnings = [r.body["code"] for r in parser.records if r.kind == "warn"]
+    assert "truncated" not in warnings  # the duration ended it, as planned
+
+
+@pytest.mark.realtime  # the blocker must preempt the periodic task
+def test_break_stops_at_the_first_sample_over_the_threshold(
+    test_agent: Path, run_agent: Runner
+) -> None:
+    """A higher-priority blocker holds the CPU 60 ms over one release; the
+    threshold (25 ms) is above this machine's worst noise. The case stops
+    there: the sample over the threshold is the last of its series, the
+    break record names it, and every sample before it is under it."""
+    block_us, limit_ns = 60_000, 25_000_000
+    case = (
+        f"JIT-PER:period_us=2000:cycles=2000:load_threads=0:blocker_us={block_us}:blocker_count=1"
+    )
+    r = run_agent(test_agent, ["--cpu", "0", "--break", str(limit_ns), case])
+    c = jit(r)
+    brk = [rec for rec in r.parsed.records if rec.kind == "break"]
+    assert len(brk) == 1
+    body = brk[0].body
+    lat = c.find("latency")
+    assert lat is not None and lat.samples is not None
+    assert body["index"] == lat.n - 1  # the last sample...
+    assert lat.samples[-1] == body["value"] == lat.max  # ...is the one named
+    assert body["value"] > limit_ns and body["threshold"] == limit_ns
+    assert np.all(lat.samples[:-1] <= limit_ns)  # and the first over it
+    assert body["cpu"] == 0
+    assert any(w.code == "break" and f"sample {lat.n - 1}" in w.detail for w in c.warnings)
+    assert not any(w.code == "truncated" for w in c.warnings)
+    assert lat.n < 2000  # stopped early
+    # Negative control: the same run without --break goes to the end, past
+    # the blocked release.
+    full = jit(run_agent(test_agent, ["--cpu", "0", case]))
+    whole = full.find("latency")
+    assert whole is not None and whole.max is not None and whole.max >= block_us * 1000
+    assert not any(w.code == "break" for w in full.warnings)
+    assert (
+        whole.n
+        + sum(
+            int(re.search(r"(\d+) periods skipped", w.detail)[1])  # type: ignore[index]
+            for w in full.warnings
+            if w.code == "overrun"
+        )
+        == 2000
+    )
