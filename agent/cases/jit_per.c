@@ -140,6 +140,39 @@ typedef struct brk {
     rtb_time at; /* the release, since the case began */
 } brk;
 
+/* The last `cap` samples of a run of any length, the newest (the one that
+ * broke the run) always among them: the series' buffer used as a ring. */
+static inline void push_ring(rtb_series *s, size_t *head, int64_t v)
+{
+    if (s->n < s->cap) {
+        s->v[s->n++] = v;
+    } else if (s->cap) {
+        s->v[*head] = v;
+        *head = *head + 1 == s->cap ? 0 : *head + 1;
+        s->dropped++;
+    } else {
+        s->dropped++;
+    }
+    rtb_hist_add(&s->hist, v);
+}
+
+static void reverse(int64_t *v, size_t lo, size_t hi)
+{
+    for (; lo + 1 < hi; lo++, hi--) {
+        int64_t t = v[lo];
+        v[lo] = v[hi - 1];
+        v[hi - 1] = t;
+    }
+}
+
+/* After the run: oldest first, as rtb_emit_series writes them. */
+static void unroll(rtb_series *s, size_t head)
+{
+    reverse(s->v, 0, head);
+    reverse(s->v, head, s->n);
+    reverse(s->v, 0, s->n);
+}
+
 typedef struct per {
     rtb_ctx *ctx;
     brk *brk;
@@ -148,6 +181,7 @@ typedef struct per {
     rtb_time start, period, stop_at;
     int64_t cycles, slot, released;
     rtb_series lat, iv, dev;
+    size_t head[3]; /* ring positions of lat, iv, dev */
     tally t;
     blocker *b; /* the first CPU's task only */
     live live;
@@ -188,11 +222,11 @@ static void periodic(per *p)
         /* Another CPU broke meanwhile: its sample is the run's last. */
         if (limit && atomic_load_explicit(&p->ctx->stop, memory_order_relaxed))
             break;
-        rtb_series_push_ring(&p->lat, w - next);
+        push_ring(&p->lat, &p->head[0], w - next);
         p->t.early += w < next;
         if (p->released) {
-            rtb_series_push_ring(&p->iv, w - prev);
-            rtb_series_push_ring(&p->dev, trunc_us(w - prev - p->period));
+            push_ring(&p->iv, &p->head[1], w - prev);
+            push_ring(&p->dev, &p->head[2], trunc_us(w - prev - p->period));
             count_interval(&p->t, w - prev - p->period);
         }
         live_add(&p->live, w - next);
@@ -367,9 +401,6 @@ static int init_per(rtb_ctx *ctx, per *p, int cpu, size_t cap, bool multi)
     int ok = rtb_series_init(&p->lat, "latency", cap) == RTB_OK;
     ok = (rtb_series_init(&p->iv, "interval", cap) == RTB_OK) & ok;
     ok = (rtb_series_init(&p->dev, "deviation", cap) == RTB_OK) & ok;
-    /* The last `cap` samples of a run of any length: the newest, the one
-     * that broke the run, always among them. */
-    p->lat.ring = p->iv.ring = p->dev.ring = true;
     rtb_hist_init_linear(&p->dev.hist, -DEV_US * 1000, 1000, 2 * DEV_US + 1);
     if (multi) {
         rtb_series_set_point(&p->lat, "cpu", cpu);
@@ -566,6 +597,9 @@ stop_loads:
     }
     if (started)
         for (int i = 0; i < np; i++) {
+            unroll(&ps[i].lat, ps[i].head[0]);
+            unroll(&ps[i].iv, ps[i].head[1]);
+            unroll(&ps[i].dev, ps[i].head[2]);
             rtb_emit_series(ctx, &ps[i].lat);
             rtb_emit_series(ctx, &ps[i].iv);
             rtb_emit_series(ctx, &ps[i].dev);

@@ -139,10 +139,6 @@ typedef struct rtb_series {
     int64_t *v;             /* preallocated, prefaulted */
     size_t cap, n;
     uint64_t dropped;       /* pushed when full: in the hist, not in v */
-    /* Ring mode (soak runs): v keeps the last `cap` samples, head is the
-     * oldest; `dropped` counts the overwritten ones. */
-    bool ring;
-    size_t head;
     rtb_hist hist;
 } rtb_series;
 
@@ -159,26 +155,6 @@ static inline void rtb_series_push(rtb_series *s, int64_t v)
     else
         s->dropped++;
     rtb_hist_add(&s->hist, v);
-}
-/* The same for a ring series: the newest sample always stays. */
-static inline void rtb_series_push_ring(rtb_series *s, int64_t v)
-{
-    if (s->n < s->cap) {
-        s->v[s->n++] = v;
-    } else if (s->cap) {
-        s->v[s->head] = v;
-        s->head = s->head + 1 == s->cap ? 0 : s->head + 1;
-        s->dropped++;
-    } else {
-        s->dropped++;
-    }
-    rtb_hist_add(&s->hist, v);
-}
-/* The i-th oldest sample kept (i < s->n), in either mode. */
-static inline int64_t rtb_series_at(const rtb_series *s, size_t i)
-{
-    size_t k = s->head + i;
-    return s->v[k >= s->cap ? k - s->cap : k];
 }
 
 /* ---- case memory (mem.c) ---------------------------------------------- */

@@ -186,12 +186,9 @@ void rtb_emit_series_tagged(rtb_ctx *ctx, const rtb_series *s, const rtb_tags *t
         return;
     static unsigned char raw[CHUNK * 10];
     static char b64[(CHUNK * 10 + 2) / 3 * 4 + 4];
-    static int64_t ordered[CHUNK]; /* a ring series oldest first */
     for (size_t off = 0; off < s->n; off += CHUNK) {
         size_t n = s->n - off < CHUNK ? s->n - off : CHUNK;
-        for (size_t i = 0; i < n; i++)
-            ordered[i] = rtb_series_at(s, off + i);
-        size_t len = base64(raw, encode_chunk(ordered, n, raw), b64);
+        size_t len = base64(raw, encode_chunk(s->v + off, n, raw), b64);
         j = rtb_rec_begin(ctx->stream, "samples");
         series_keys(j, ctx, s, tags);
         rtb_json_str(j, "enc", "zzd-varint-b64");

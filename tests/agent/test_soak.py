@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from rtbench.model import CaseResult
-from rtbench.stream import parse_lines
+from rtbench.stream import assemble, parse_lines
 
 Runner = Any
 
@@ -77,15 +77,15 @@ def _rss_kb(pid: int) -> int:
 
 
 def test_duration_runs_that_long_in_flat_memory(agent: Path) -> None:
-    """10 s at a 1 ms period: 10,000 releases, ten times the ring of raw
+    """10 s at a 2 ms period: 5,000 releases, 25 times the ring of raw
     samples; the memory the agent holds at 2 s and near the end is the
     same (everything is allocated, and touched, before the first release)."""
-    cap = 1000
+    cap = 200
     args = [
         str(agent),
         "--progress=1000",
         f"--max-samples={cap}",
-        "JIT-PER:period_us=1000:cycles=1000000000:duration_ms=10000:load_threads=1",
+        "JIT-PER:period_us=2000:cycles=1000000000:duration_ms=10000:load_threads=1",
     ]
     t0 = time.monotonic()
     with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
@@ -113,6 +113,17 @@ def test_duration_runs_that_long_in_flat_memory(agent: Path) -> None:
     assert all(r.body["cpus"][0]["max"] <= summary.body["max"] for r in progress)
     warnings = [r.body["code"] for r in parser.records if r.kind == "warn"]
     assert "truncated" not in warnings  # the duration ended it, as planned
+    # The ring comes out oldest first, the latencies and intervals of the
+    # same releases side by side: interval = period + the latency's change
+    # (exactly, but across an overrun's skipped periods).
+    c = assemble(parser.records, parser.issues, parser.log).case("JIT-PER")
+    assert c is not None
+    lat, iv = (c.find(n) for n in ("latency", "interval"))
+    assert lat is not None and iv is not None
+    assert lat.samples is not None and iv.samples is not None
+    assert len(lat.samples) == len(iv.samples) == cap
+    same = iv.samples[1:] == 2_000_000 + np.diff(lat.samples)
+    assert same.mean() > 0.5, same.mean()
 
 
 @pytest.mark.realtime  # the blocker must preempt the periodic task
