@@ -159,6 +159,7 @@ int rtb_trace_open(const char *path)
 }
 
 void rtb_trace_mark(const char *text) { (void)text; }
+void rtb_trace_stop(void) {}
 
 /* ---- threads ----------------------------------------------------------- */
 
