@@ -167,7 +167,8 @@ static int start_threads(rsp *x, rtb_thread *th, int *nth)
     rtb_ctx *ctx = x->ctx;
     rtb_thread_attr al = rtb_attr(ctx, "rsp-loop", 0), at = rtb_attr(ctx, "rsp-task", 0),
                     ah = rtb_attr(ctx, "rsp-handler", 1);
-    al.cpu = at.cpu = ah.cpu = x->cpu;
+    /* --no-pin: the responders go where the scheduler puts them. */
+    al.cpu = at.cpu = ah.cpu = ctx->opt->pinned ? x->cpu : -1;
     al.stack_size = at.stack_size = ah.stack_size = 64 * 1024;
     int rc = RTB_OK;
     *nth = 0;
@@ -270,12 +271,15 @@ static rtb_result scenario(rsp *x, const char *line_name, size_t count, const in
             rtb_warn(ctx, "truncated", "scenario %s over a %s line: %ld of %zu edges sent "
                      "within the case's time budget", scen_name[s], line_name, t.sent, count);
         bool ok = lost == 0 && atomic_load(&x->errors) == 0;
+        char where[32] = "any CPU (--no-pin)";
+        if (ctx->opt->pinned)
+            snprintf(where, sizeof where, "CPU %d", x->cpu);
         rtb_emit_check(ctx, name, ok,
-                       "%s on CPU %d over a %s line: %ld edges, %ld answered (rising %ld, "
+                       "%s on %s over a %s line: %ld edges, %ld answered (rising %ld, "
                        "falling %ld), %ld lost (no answer within %lld ms: rising %ld, falling "
-                       "%ld), %ld stale answers; the agent answered %zu times%s; handler runs "
-                       "%zu; task chunks %zu",
-                       scen_what[s], x->cpu, line_name, t.sent, answered, t.got[1], t.got[0],
+                       "%ld), %ld stale answers; the agent answered %zu times%s; the handler "
+                       "took %zu edges first; the task ran %zu work chunks",
+                       scen_what[s], where, line_name, t.sent, answered, t.got[1], t.got[0],
                        lost, (long long)(timeout / 1000000), t.parsed_lost[1],
                        t.parsed_lost[0], t.stale, atomic_load(&x->answered),
                        atomic_load(&x->errors) ? " (some output writes failed)" : "",
@@ -312,10 +316,12 @@ static bool stim_hello(rsp *x, const char *line_name, int other)
                              x->reply);
         return false;
     }
+    char fifo[24];
+    snprintf(fifo, sizeof fifo, "SCHED_FIFO %d", prio);
     rtb_emit_check(ctx, "stimulator", true,
                    "rtb-stim over a %s line: %s on %s; its timestamp (CLOCK_MONOTONIC) costs "
                    "%lld ns (median; min %lld ns), included in every sample%s%s",
-                   line_name, rt ? "SCHED_FIFO 99" : "normal scheduling",
+                   line_name, rt ? fifo : "normal scheduling",
                    other < 0 ? "the measured CPU (one CPU)" : pinned ? "another CPU" : "any CPU",
                    cost, cost_min, x->reply[n] ? "; " : "", x->reply + n);
     if (!rt || (other >= 0 && !pinned))
@@ -325,7 +331,6 @@ static bool stim_hello(rsp *x, const char *line_name, int other)
     if (other < 0)
         rtb_warn(ctx, "stimulator", "one CPU: the stimulator shares the measured CPU");
     (void)cpu;
-    (void)prio;
     return true;
 }
 
