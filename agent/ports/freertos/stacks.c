@@ -10,7 +10,7 @@
 
 #include "freertos_port.h"
 
-#define NOTES 32
+#define NOTES 96
 
 static struct {
     char name[configMAX_TASK_NAME_LEN];

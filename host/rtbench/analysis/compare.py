@@ -60,6 +60,10 @@ class Row:
     unstable: list[bool]
     bounded: list[bool] = field(default_factory=list)  # value is a bucket bound
     why_unstable: list[str] = field(default_factory=list)
+    # Per run without this series, why: the case's outcome there
+    # ("unsupported", "skipped"...) or "not run"; "" where it has it. A case
+    # one OS cannot do is shown as such, never as a zero.
+    absent: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -187,9 +191,19 @@ def _row(key: tuple[str, str, str], found: list[Series | None], indicator: str) 
     )
 
 
+def _absent(run: Run, case: str) -> str:
+    outcome = next((c.outcome for c in run.cases if c.case == case), None)
+    return "not run" if outcome is None else str(outcome)
+
+
 def compare_runs(runs: list[Run], indicator: str = "max") -> Comparison:
     """A row per series key of any run; values and ratios per run."""
     check_indicator(indicator)
     indexes = [_index(r) for r in runs]
-    rows = [_row(key, [ix.get(key) for ix in indexes], indicator) for key in _keys(runs)]
+    rows = []
+    for key in _keys(runs):
+        found = [ix.get(key) for ix in indexes]
+        row = _row(key, found, indicator)
+        row.absent = ["" if s else _absent(r, key[0]) for r, s in zip(runs, found, strict=True)]
+        rows.append(row)
     return Comparison(runs, indicator, rows)

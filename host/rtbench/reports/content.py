@@ -382,7 +382,10 @@ def comparison_view(runs: list[Run], indicator: str = "max", draw: bool = True) 
         view = CompareRowView(
             row=row,
             unit=charts.unit_scale(unit)[1],
-            values=[fmt(v, unit) for v in row.values],
+            values=[
+                why if v is None and why else fmt(v, unit)
+                for v, why in zip(row.values, row.absent, strict=True)
+            ],
             ratios=[_ratio(r) for r in row.ratios],
             pvalue=_pvalue(row.pvalue),
         )

@@ -202,6 +202,8 @@ def comparison_table(cmp: Comparison, units: Sequence[str]) -> Tabular:
                 **{f"run_{i}": v for i, v in zip(ids, row.values, strict=True)},
                 **{f"ratio_{i}": r for i, r in zip(ids[1:], row.ratios[1:], strict=True)},
                 "bounded": [int(i) for i, b in zip(ids, row.bounded, strict=True) if b],
+                # Why a run has no value: its case's outcome there.
+                **{f"absent_{i}": w for i, w in zip(ids, row.absent, strict=True) if w},
                 "unstable": [int(i) for i in unstable],
                 "pvalue": row.pvalue,
                 "significant": row.significant,
@@ -213,6 +215,8 @@ def comparison_table(cmp: Comparison, units: Sequence[str]) -> Tabular:
     def value(i: str) -> Column:
         def show(r: Row) -> Text:
             v = r.get(f"run_{i}")
+            if v is None and r.get(f"absent_{i}"):
+                return Text(str(r[f"absent_{i}"]), style="dim")
             text = ("≤" if int(i) in r["bounded"] else "") + fmt_value(v, r["unit"])
             unstable = int(i) in r["unstable"]
             return Text(text + ("~" if unstable else ""), style="yellow" if unstable else "")

@@ -1,0 +1,187 @@
+"""The FreeRTOS firmware on QEMU's mps2-an385 board (a real qemu-system-arm,
+started by each test), through the one measure path every target uses.
+
+The quick suite runs there and every case ends passed, failed, skipped or
+unsupported (with the reason), never error; the behaviour checks hold on
+FreeRTOS; under -icount the same firmware gives the same figures twice; a
+run stopped or timed out leaves no QEMU behind; and a Linux run and a
+FreeRTOS run compare case by case, a case one side could not do shown as
+such, never as a zero.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from rtbench.analysis.compare import compare_runs
+from rtbench.build import ensure_agent, ensure_firmware
+from rtbench.commands.analysis import _units
+from rtbench.measure import measure, plan_for
+from rtbench.model import Run
+from rtbench.reports.content import comparison_view
+from rtbench.reports.figures import comparison_table
+from rtbench.reports.tables import print_table
+from rtbench.suites import SUITES, Planned
+from rtbench.targets import resolve
+from rtbench.targets.local import LocalTarget
+from rtbench.targets.qemu_board import BoardTarget, BoardTransport
+from rtbench.transports import TransportError
+
+SPEC = "qemu:freertos-mps2-an385"
+# The behaviour checks of issue 10: each must pass on FreeRTOS.
+BEHAVIOUR = {
+    "SEM-B-REL": {"release_order"},
+    "MUT-B-PI": {"control", "pi"},
+    "THR-B-NEW": {"lower_waits", "equal_tail", "equal_runs_on_yield", "higher_preempts"},
+    "SEM-B-LCK": {"take_until_zero", "give_increments", "blocks_at_zero", "give_wakes_waiter",
+                  "waiter_consumes"},
+}  # fmt: skip
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("qemu-system-arm") is None or shutil.which("arm-none-eabi-gcc") is None,
+    reason="qemu-system-arm and arm-none-eabi-gcc are needed (.ci/run installs them)",
+)
+
+
+@pytest.fixture(scope="module")
+def firmware() -> Path:
+    return ensure_firmware("freertos", "mps2-an385")
+
+
+def _target(spec: str = SPEC) -> BoardTarget:
+    target = resolve(spec)
+    assert isinstance(target, BoardTarget)
+    return target
+
+
+def _measure(args: list[str], spec: str = SPEC) -> tuple[Run, BoardTransport]:
+    target = _target(spec)
+    transport = target.transport()
+    try:
+        run = measure(transport, plan_for(target, args)).run
+    finally:
+        transport.stop()
+    assert transport.proc is not None and transport.proc.poll() is not None, "QEMU still runs"
+    return run, transport
+
+
+def test_the_quick_suite_runs_on_freertos(firmware: Path) -> None:
+    args = [Planned(c, dict(p)).agent_arg() for c, p in SUITES["quick"].items()]
+    run, transport = _measure(args)
+    assert run.bye is not None and run.complete, run.issues
+    assert run.hello["port"] == "freertos"
+    assert [c.case for c in run.cases] == [a.split(":")[0] for a in args]
+    for c in run.cases:
+        assert c.outcome in ("passed", "failed", "skipped", "unsupported"), (c.case, c.outcome)
+        if c.outcome in ("skipped", "unsupported"):
+            assert c.reason, c.case
+        elif c.outcome == "passed":
+            assert c.series or c.checks, f"{c.case} passed with nothing measured"
+    checks = {(c.case, k.name): k.verdict for c in run.cases for k in c.checks}
+    for case, names in BEHAVIOUR.items():
+        for name in names:
+            assert checks.get((case, name)) == "pass", (case, name, checks.get((case, name)))
+    # What the run stores about its target.
+    meta = run.machine["target"]
+    assert meta["os"] == "FreeRTOS" and meta["os_version"] == "V11.3.0"
+    assert (meta["board"], meta["cpu"], meta["tick_rate_hz"]) == ("mps2-an385", "cortex-m3", 1000)
+    assert meta["emulated"] is True and meta["time"] == "icount" and meta["icount_shift"] == 5
+    assert run.emulated and "not a hardware latency" in run.emulated_time
+    # The firmware reports its tasks' stack use after its last record.
+    assert "rtb-main" in transport.stack_use()
+
+
+def test_icount_gives_the_same_figures_twice(firmware: Path) -> None:
+    """A check of the emulated target's determinism, not of FreeRTOS."""
+
+    def figures() -> list[tuple[object, ...]]:
+        run, _ = _measure(["SEM-SHF:duration_ms=100"])
+        (case,) = run.cases
+        assert case.outcome == "passed" and case.series
+        out = []
+        for s in case.series:
+            h = s.hist
+            assert h is not None and s.n > 100
+            out.append((s.name, s.n, s.min, s.max, s.sum, tuple(h.counts)))
+        return out
+
+    assert figures() == figures()
+
+
+def test_host_time_is_recorded_as_such(firmware: Path) -> None:
+    run, _ = _measure(["CAL-REF:repeats=10"], f"{SPEC}?time=host")
+    meta = run.machine["target"]
+    assert meta["time"] == "host" and "icount_shift" not in meta
+    assert "host's load" in run.emulated_time
+
+
+def _running_firmware(transport: BoardTransport) -> bool:
+    return transport.proc is not None and transport.proc.poll() is None
+
+
+def test_a_silent_firmware_is_stopped_and_qemu_ends(firmware: Path) -> None:
+    transport = _target().transport()
+    transport.idle_timeout = 1.0
+    # THR-SW runs 60 s of virtual time without a record: silence.
+    transport.start(["THR-SW:n=2:duration_ms=60000"])
+    try:
+        with pytest.raises(TransportError, match="wrote nothing"):
+            for _ in transport.lines():
+                pass
+        assert _running_firmware(transport)
+    finally:
+        transport.stop()
+    assert not _running_firmware(transport)
+
+
+def test_a_run_stopped_mid_case_ends_qemu(firmware: Path) -> None:
+    transport = _target().transport()
+    transport.start(["CAL-REF:repeats=10", "THR-SW:n=2:duration_ms=60000"])
+    try:
+        for line in transport.lines():
+            if b" begin " in line and b"THR-SW" in line:
+                break
+        assert _running_firmware(transport)
+    finally:
+        t0 = time.monotonic()
+        transport.stop()
+    assert not _running_firmware(transport)
+    assert time.monotonic() - t0 < 30
+
+
+def test_linux_and_freertos_side_by_side(firmware: Path) -> None:
+    cases = ["SEM-SHF:duration_ms=100", "RSP-IO"]
+    local = LocalTarget("local")
+    linux = measure(local.transport(ensure_agent("release")), plan_for(local, cases)).run
+    freertos, _ = _measure(cases)
+    linux.id, freertos.id = 1, 2
+    outcome = {(r.id, c.case): c.outcome for r in (linux, freertos) for c in r.cases}
+    assert outcome[(2, "RSP-IO")] == "skipped"  # no lines on this board
+    cmp = compare_runs([linux, freertos])
+    shf = [r for r in cmp.rows if r.case == "SEM-SHF"]
+    assert shf and all(v is not None for r in shf for v in r.values)  # paired by ID
+    missing = [(r, i) for r in cmp.rows for i, v in enumerate(r.values) if v is None]
+    for row, i in missing:
+        run = (linux, freertos)[i]
+        assert row.absent[i] == outcome.get((run.id, row.case), "not run")
+    assert any(row.case == "RSP-IO" and row.absent[1] == "skipped" for row, _ in missing) or (
+        outcome[(1, "RSP-IO")] != "passed"
+    )
+    # Rendered: the word, never a zero, in the terminal and the report.
+    buf = io.StringIO()
+    print_table(comparison_table(cmp, _units(cmp)), Console(file=buf, width=240, color_system=None))
+    text = buf.getvalue()
+    for row, i in missing:
+        line = next(x for x in text.splitlines() if row.label in x and row.case in x)
+        assert row.absent[i] in line and " 0.000 " not in line
+    view = comparison_view([linux, freertos], draw=False)
+    for vr in view.rows:
+        for v, why in zip(vr.values, vr.row.absent, strict=True):
+            if why:
+                assert v == why
