@@ -144,6 +144,7 @@ class Plan:
     is_local: bool = True  # the agent runs on this machine: probe it, trace it
     trace: bool = False
     trace_cpu: int | None = None
+    trace_flight: bool = False  # --break: a flight recorder, the spike explained
     save_stream: Path | None = None
     store_path: Path | StoreLocation | None = None
 
@@ -219,7 +220,9 @@ def measure(
     armed: Callable[[], AbstractContextManager[None]] = stop.armed if stop else nullcontext
     rec = None
     try:
-        with kernel_trace.recording(plan.trace and plan.is_local, plan.trace_cpu) as rec:
+        with kernel_trace.recording(
+            plan.trace and plan.is_local, plan.trace_cpu, plan.trace_flight
+        ) as rec:
             args = [*kernel_trace.agent_args(rec), *plan.args]
             try:
                 run = collect(

@@ -215,6 +215,7 @@ def run(
             labels=label_map,
             trace=trace_kernel,
             trace_cpu=cpu,
+            trace_flight=trace_kernel and break_us is not None,
             save_stream=save_stream,
             store_path=None if no_store else store_path(ctx),
         )

@@ -14,8 +14,17 @@ from contextlib import contextmanager
 
 from rtbench.model import Run
 from rtbench.model import Warning as RunWarning
+from rtbench.trace.attribution import explain_breaks
 from rtbench.trace.split import add_kernel_split
-from rtbench.trace.tracefs import EVENTS, Capture, Recorder, snapshot
+from rtbench.trace.tracefs import (
+    EVENTS,
+    FLIGHT_BUFFER_KB,
+    FLIGHT_CLOCKS,
+    FLIGHT_EVENTS,
+    Capture,
+    Recorder,
+    snapshot,
+)
 
 __all__ = [
     "EVENTS",
@@ -23,6 +32,7 @@ __all__ = [
     "Recorder",
     "add_kernel_split",
     "agent_args",
+    "explain_breaks",
     "finish",
     "recording",
     "snapshot",
@@ -30,14 +40,26 @@ __all__ = [
 
 
 @contextmanager
-def recording(enabled: bool, cpu: int | None) -> Iterator[Recorder | None]:
+def recording(enabled: bool, cpu: int | None, flight: bool = False) -> Iterator[Recorder | None]:
     """A Recorder around the block when `enabled` (None otherwise); `cpu` is
     the measurement CPU (None: the agent's default, the last one), which the
-    drain thread keeps off."""
+    drain thread keeps off. `flight`: a flight recorder for `--break`
+    (docs/soak.md): the kernel keeps the latest events, the agent stops it
+    at the break, and the spike is explained instead of the per-case split."""
     if not enabled:
         yield None
         return
-    with Recorder(avoid_cpu=cpu) as rec:
+    if flight:
+        rec = Recorder(
+            avoid_cpu=cpu,
+            events=FLIGHT_EVENTS,
+            buffer_kb=FLIGHT_BUFFER_KB,
+            clocks=FLIGHT_CLOCKS,
+            drain_interval=None,
+        )
+    else:
+        rec = Recorder(avoid_cpu=cpu)
+    with rec:
         yield rec
 
 
@@ -54,7 +76,10 @@ def finish(run: Run, rec: Recorder | None) -> None:
         run.warnings.append(RunWarning("trace", f"no kernel trace: {rec.unavailable}"))
     elif rec.capture is not None:
         try:
-            add_kernel_split(run, rec.capture)
+            if rec.drain_interval is None:
+                explain_breaks(run, rec.capture)
+            else:
+                add_kernel_split(run, rec.capture)
         finally:
             rec.capture.close()
     if rec.restore_failures:

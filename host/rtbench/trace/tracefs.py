@@ -60,6 +60,16 @@ EVENTS: tuple[str, ...] = (
     "sched:sched_switch",
     "sched:sched_process_fork",
 )
+# The flight recorder (`--break`) adds softirqs, for the spike's attribution.
+FLIGHT_EVENTS: tuple[str, ...] = (*EVENTS, "irq:softirq_entry", "irq:softirq_exit")
+# The flight recorder's clock: `mono` first, the clock of the agent's
+# schedule (rtb_clock_now, CLOCK_MONOTONIC), so that the planned release
+# the break marker gives (`since`) is exact in trace time; against mono_raw
+# an NTP-slewed clock would be off by up to 500 ppm.
+FLIGHT_CLOCKS: tuple[str, ...] = ("mono", "mono_raw", "global", "local")
+# Per CPU for the flight recorder: the last second or so of a busy CPU, all
+# decoded after the run (about 10 µs an event in Python).
+FLIGHT_BUFFER_KB = 4096
 # The agent's marker lines arrive as this event; it is always recorded.
 MARKER_EVENT = "ftrace:print"
 
@@ -444,7 +454,7 @@ class Recorder:
         events: tuple[str, ...] = EVENTS,
         buffer_kb: int = BUFFER_KB,
         clocks: tuple[str, ...] = NS_CLOCKS,
-        drain_interval: float = DRAIN_INTERVAL_S,
+        drain_interval: float | None = DRAIN_INTERVAL_S,
         avoid_cpu: int | None = None,
         lock_toplevel: bool = True,
     ) -> None:
@@ -592,7 +602,10 @@ class Recorder:
         if not self._fds:
             raise TraceError(f"no per_cpu/cpuN/trace_pipe_raw under {self.dir}")
         self._drainer = _Drainer(self._fds, self._spools, chunk)
-        self._drainer.start(self.drain_interval, self.avoid_cpu)
+        # None: a flight recorder. The kernel's buffer keeps the latest
+        # events, overwriting the oldest, and is read once at the end.
+        if self.drain_interval is not None:
+            self._drainer.start(self.drain_interval, self.avoid_cpu)
 
     def _chunk(self) -> int:
         layout = parse_header_page(read_setting(self.dir / "events" / "header_page") + "\n")
