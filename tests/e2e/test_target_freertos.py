@@ -185,3 +185,25 @@ def test_linux_and_freertos_side_by_side(firmware: Path) -> None:
         for v, why in zip(vr.values, vr.row.absent, strict=True):
             if why:
                 assert v == why
+
+
+# The negative controls of the behaviour checks: the portable fault layer of
+# the test firmware breaks the primitive, and the check must see it.
+CONTROLS = [
+    ("sem_fifo=1", "SEM-B-REL", {"release_order"}),
+    ("mutex_nopi=1", "MUT-B-PI:rounds=3", {"pi"}),
+    ("new_prio=2", "THR-B-NEW:repeats=5", {"lower_waits", "equal_tail", "equal_runs_on_yield"}),
+    ("sem_noblock=1", "SEM-B-LCK", {"blocks_at_zero", "take_until_zero"}),
+]
+
+
+@pytest.mark.parametrize(("fault", "case", "fails"), CONTROLS, ids=[c[0] for c in CONTROLS])
+def test_negative_controls_fail_on_freertos(fault: str, case: str, fails: set[str]) -> None:
+    ensure_firmware("freertos", "mps2-an385", "test")
+    run, _ = _measure(["--inject", fault, case], f"{SPEC}?flavor=test")
+    assert run.hello["build"]["test_hooks"] is True
+    (result,) = run.cases
+    verdicts = {k.name: k.verdict for k in result.checks}
+    assert result.outcome == "failed", verdicts
+    for name in fails:
+        assert verdicts.get(name) == "fail", (name, verdicts)
