@@ -344,6 +344,12 @@ def _credit(
         elif e.name == LOST:
             stack.clear()
     give(prev, end)
+    # A task's name and priority as the trace last gave them (a thread that
+    # raised its own priority after it was switched in shows the raised one).
+    for c in credits.values():
+        if c.task is not None and c.task.pid > 0 and c.task.pid in comms:
+            c.task = comms[c.task.pid]
+            c.name = c.task.comm
     return sorted(credits.values(), key=lambda c: -c.ns)
 
 

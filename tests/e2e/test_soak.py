@@ -1,0 +1,117 @@
+"""End-to-end: per-CPU soak runs through `rtbench run` (docs/soak.md), and
+a spike caught with --break and explained from the kernel trace: the test
+starts a busy SCHED_FIFO thread of known name and priority on a measured
+CPU, and the stored run must name it. No timing is asserted beyond the
+injected amounts."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import rtbench
+
+from rtbench.store import Store
+from rtbench.trace import snapshot
+from rtbench.trace.tracefs import kernel_has_tracefs, toplevel_lock
+
+TWO_CPUS = pytest.mark.skipif(
+    len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to measure on both"
+)
+
+
+@TWO_CPUS
+def test_cpus_all_with_live_figures_when_piped(db: Path, agent: Path) -> None:
+    r = rtbench(
+        "run", "-c", "JIT-PER", "--cpus", "all", "--duration", "3s",
+        "--set", "JIT-PER.period_us=2000", "--set", "JIT-PER.load_threads=0",
+    )  # fmt: skip
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    live = re.findall(r"JIT-PER \d+ s of 3 s latency µs: CPU0 cur .* \| CPU1 cur ", r.stderr)
+    assert len(live) >= 2, r.stderr
+    with Store(db) as store:
+        run = store.load(1)
+    c = run.case("JIT-PER")
+    assert c is not None
+    assert sorted(s.point.get("cpu") for s in c.series if s.name == "latency") == [0, 1]
+    assert all(s.n > 0 for s in c.series)
+    assert c.params["duration_ms"] == 3000
+    assert not any(w.code == "truncated" for w in c.warnings)
+
+
+# Spins `busy` seconds at SCHED_FIFO 95 on `cpu`, named rtb-hog, once the
+# agent's periodic tasks (threads named jit-per) have run a while.
+HOG = """
+import ctypes, os, sys, time
+cpu, busy = int(sys.argv[1]), float(sys.argv[2])
+ctypes.CDLL(None).prctl(15, b"rtb-hog", 0, 0, 0)
+os.sched_setaffinity(0, {cpu})
+def periodic_tasks():
+    for comm in __import__("glob").glob("/proc/[0-9]*/task/*/comm"):
+        try:
+            if open(comm).read().strip() == "jit-per":
+                return True
+        except OSError:
+            pass
+    return False
+deadline = time.monotonic() + 120
+while not periodic_tasks():
+    if time.monotonic() > deadline:
+        sys.exit("no jit-per thread appeared")
+    time.sleep(0.05)
+time.sleep(1.0)
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(95))
+end = time.monotonic() + busy
+while time.monotonic() < end:
+    pass
+"""
+
+
+@TWO_CPUS
+@pytest.mark.root("--trace writes tracefs")
+@pytest.mark.realtime
+@pytest.mark.skipif(not kernel_has_tracefs(), reason="needs a kernel with tracefs")
+def test_break_with_trace_names_the_busy_thread(db: Path, agent: Path) -> None:
+    """A thread at priority 95 spins 120 ms on the last CPU while JIT-PER
+    (priority 80) runs there; --break 50 ms (above this machine's noise)
+    stops the run inside that, and the spike's attribution names the thread
+    with its pid and priority."""
+    cpu = max(os.sched_getaffinity(0))
+    with toplevel_lock(shared=True):
+        before = snapshot(own_instances=False)
+        hog = subprocess.Popen([sys.executable, "-c", HOG, str(cpu), "0.12"])
+        try:
+            r = rtbench(
+                "run", "-c", "JIT-PER", "--cpus", "all", "--duration", "60s", "--trace",
+                "--break", "50000", "--set", "JIT-PER.period_us=1000",
+                "--set", "JIT-PER.load_threads=0",
+            )  # fmt: skip
+            assert hog.wait(timeout=60) == 0
+        finally:
+            hog.kill()
+            hog.wait()
+        assert snapshot(own_instances=False) == before
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    with Store(db) as store:
+        run = store.load(1)
+    c = run.case("JIT-PER")
+    assert c is not None
+    [brk] = [w for w in c.warnings if w.code == "break"]
+    assert f"on CPU {cpu}," in brk.detail, brk.detail
+    [spike] = [w for w in c.warnings if w.code == "spike"]
+    head = spike.detail.split("\n")[0]
+    assert f"on CPU {cpu};" in head, spike.detail
+    assert f"thread rtb-hog (pid {hog.pid}, real-time priority 95) held the CPU" in head, (
+        spike.detail
+    )
+    assert "sched_switch: rtb-hog" in spike.detail
+    assert any(w.code == "trace" and "flight recorder" in w.detail for w in run.warnings)
+    # The run stopped at the break, long before the 60 s.
+    assert c.duration_ns < 50e9
+    # `rtbench show` of the stored run shows it.
+    shown = rtbench("show", "latest")
+    assert shown.returncode == 0 and "rtb-hog" in shown.stdout
