@@ -198,6 +198,24 @@ def test_a_late_timer_behind_a_softirq_then_a_lower_task_that_would_not_yield() 
     low = next(c for c in s.contributors if c.name == "low")
     assert low.task is not None and low.task.policy == "normal, nice 0"
     assert "idle (the CPU was idle)" in "\n".join(s.lines())
+    # The softirq, not the low task, is what delayed it most: no note about
+    # a non-preemptible section.
+    assert s.notes == []
+
+
+def test_a_lower_task_that_keeps_the_cpu_after_the_wake_up_is_a_non_preemptible_section() -> None:
+    body = [
+        sw(900 * US, TASK, LOW),
+        ev(1002 * US, "sched:sched_waking", LOW[1], pid=TASK[1], comm="jit-per", prio=19),
+        sw(1500 * US, LOW, TASK),
+    ]
+    s = timeline(500, body)
+    assert s.culprit is not None and s.culprit.name == "low"
+    [note] = s.notes
+    assert note.startswith("low ran below the task's priority and still kept the CPU 498.0 µs")
+    # Negative control: a higher-priority thread doing the same is no such section.
+    hog = timeline(500, [sw(900 * US, TASK, HOG), body[1], sw(1500 * US, HOG, TASK)])
+    assert hog.notes == []
 
 
 def test_no_break_marker_no_spike() -> None:

@@ -186,12 +186,13 @@ def find_breaks(events: Sequence[Event]) -> list[tuple[int, Event, re.Match[str]
     return out
 
 
-def attribute(events: Sequence[Event]) -> list[Spike]:
-    """A Spike for every break marker among `events` (all CPUs, in time order)."""
+def attribute(events: Sequence[Event], preempt: str = "") -> list[Spike]:
+    """A Spike for every break marker among `events` (all CPUs, in time
+    order); `preempt`: the kernel's preemption model, for the notes."""
     comms = _comms(events)
     spikes = []
     for i, e, m in find_breaks(events):
-        spikes.append(_explain(events, i, e, m, comms))
+        spikes.append(_explain(events, i, e, m, comms, preempt))
     return spikes
 
 
@@ -219,7 +220,12 @@ def _int(v: object) -> int | None:
 
 
 def _explain(
-    events: Sequence[Event], at: int, marker: Event, m: re.Match[str], comms: dict[int, Task]
+    events: Sequence[Event],
+    at: int,
+    marker: Event,
+    m: re.Match[str],
+    comms: dict[int, Task],
+    preempt: str = "",
 ) -> Spike:
     case, cpu, latency, since = m[1], int(m[2]), int(m[3]), int(m[4])
     cpu = marker.cpu if marker.cpu >= 0 else cpu
@@ -248,7 +254,22 @@ def _explain(
     if any(e.name == LOST and e.cpu == cpu for e in events[lo:at]):
         spike.notes.append("the kernel lost events on this CPU in the window: times are partial")
     spike.excerpt = _excerpt(events[lo : at + 1], cpu, tid, planned, comms)
+    c = spike.culprit
+    lower = c is not None and c.task is not None and _below(c.task, task)
+    if c is not None and c.task is not None and lower and c.after_wakeup_ns > c.ns / 2:
+        spike.notes.append(
+            f"{c.task.comm} ran below the task's priority and still kept the CPU "
+            f"{_us(c.after_wakeup_ns)} after the wake-up: it was in a section that could not be "
+            "preempted (kernel code under "
+            + (f"this kernel's {preempt}, " if preempt else "")
+            + "a preemption model without full preemption, or preemption or interrupts off)"
+        )
     return spike
+
+
+def _below(a: Task, b: Task) -> bool:
+    """a runs at a lower priority than b (kernel prio: higher is lower)."""
+    return a.prio is not None and b.prio is not None and a.prio > b.prio
 
 
 def _first_at(events: Sequence[Event], ts: int) -> int:
@@ -412,10 +433,11 @@ def spike_warning(spike: Spike) -> RunWarning:
     return RunWarning(SPIKE, "\n".join(spike.lines()), spike.case)
 
 
-def add_spikes(run: Run, events: Sequence[Event]) -> list[Spike]:
+def add_spikes(run: Run, events: Sequence[Event], preempt: str = "") -> list[Spike]:
     """Attributes each break in `events` and adds it to its case as a
-    `spike` warning (or run-wide when the case is not in the run)."""
-    spikes = attribute(events)
+    `spike` warning (or run-wide when the case is not in the run);
+    `preempt` names the kernel's preemption model for the notes."""
+    spikes = attribute(events, preempt)
     for s in spikes:
         w = spike_warning(s)
         case = run.case(s.case)
@@ -463,7 +485,10 @@ def explain_breaks(run: Run, capture: Capture) -> list[Spike]:
     )
     for note in capture.notes:
         run.warnings.append(RunWarning("trace", note))
-    spikes = add_spikes(run, events)
+    model = run.system.preempt + (
+        f" ({run.system.preempt_mode})" if run.system.preempt_mode else ""
+    )
+    spikes = add_spikes(run, events, model)
     if not spikes and any(w.code == "break" for w in run.all_warnings()):
         run.warnings.append(
             RunWarning(
