@@ -17,14 +17,11 @@
  *   d: the polling loop and the handler, no other task.
  *   e: the handler alone answers.
  * Rising and falling edges are separate series. */
-#include <inttypes.h>
 #include <string.h>
 
-#include "../core/rtb.h"
-#include "rtb/line.h"
+#include "rsp.h"
 
 #define SCENARIOS 5
-#define PINGS 16
 #define WAIT_SLICE 50000000 /* the handler checks for the stop this often */
 
 static const char *const scen_name[SCENARIOS] = {"a", "b", "c", "d", "e"};
@@ -113,53 +110,6 @@ static void handler_main(void *arg)
             respond(x, level);
         }
     }
-}
-
-/* The clock check: the agent's rtb_clock_now() stamp of each ping must lie
- * between the stimulator's stamps around it. */
-static bool clock_check(rsp *x)
-{
-    rtb_ctx *ctx = x->ctx;
-    char cmd[32];
-    snprintf(cmd, sizeof cmd, "clock %d", PINGS);
-    rtb_time limit = rtb_clock_now() + 5000000000;
-    if (rtb_stim_send(&x->stim, cmd) != RTB_OK) {
-        rtb_emit_check_error(ctx, "same_clock", "the stimulator took no command");
-        return false;
-    }
-    int pings = 0, outside = 0;
-    int64_t widest = 0, worst = 0;
-    for (;;) {
-        if (rtb_stim_recv(&x->stim, x->reply, sizeof x->reply, limit) != RTB_OK) {
-            rtb_emit_check_error(ctx, "same_clock", "the stimulator stopped answering pings");
-            return false;
-        }
-        if (strcmp(x->reply, "p") == 0) {
-            snprintf(cmd, sizeof cmd, "a %" PRId64, (int64_t)rtb_clock_now());
-            rtb_stim_send(&x->stim, cmd);
-            continue;
-        }
-        long long s0, a, s1;
-        if (sscanf(x->reply, "clock %lld %lld %lld", &s0, &a, &s1) == 3) {
-            pings++;
-            if (s1 - s0 > widest)
-                widest = s1 - s0;
-            int64_t off = a < s0 ? s0 - a : a > s1 ? a - s1 : 0;
-            outside += off > 0;
-            if (off > worst)
-                worst = off;
-            continue;
-        }
-        if (strcmp(x->reply, "end") == 0)
-            break;
-    }
-    bool ok = pings == PINGS && outside == 0;
-    rtb_emit_check(ctx, "same_clock", ok,
-                   "%d pings: the agent's CLOCK_MONOTONIC stamp of each must lie between the "
-                   "stimulator's stamps around it; %d of %d outside (by up to %lld ns), widest "
-                   "bracket %lld ns",
-                   PINGS, outside, pings, (long long)worst, (long long)widest);
-    return ok;
 }
 
 static int start_threads(rsp *x, rtb_thread *th, int *nth)
@@ -299,41 +249,6 @@ static rtb_result worse(rtb_result a, rtb_result b)
     return a == RTB_ERROR || b == RTB_ERROR ? RTB_ERROR : a == RTB_FAILED ? a : b;
 }
 
-/* The stimulator's hello: where and how it runs, and its stamp cost. */
-static bool stim_hello(rsp *x, const char *line_name, int other)
-{
-    rtb_ctx *ctx = x->ctx;
-    if (rtb_stim_recv(&x->stim, x->reply, sizeof x->reply, rtb_clock_now() + 5000000000) !=
-        RTB_OK) {
-        rtb_emit_check_error(ctx, "stimulator", "%s line: rtb-stim did not start", line_name);
-        return false;
-    }
-    int rt = 0, prio = 0, cpu = -1, pinned = 0, n = 0;
-    long long cost = 0, cost_min = 0;
-    if (sscanf(x->reply, "hello rt=%d prio=%d cpu=%d pinned=%d cost_ns=%lld cost_min_ns=%lld %n",
-               &rt, &prio, &cpu, &pinned, &cost, &cost_min, &n) < 6) {
-        rtb_emit_check_error(ctx, "stimulator", "%s line: rtb-stim said '%s'", line_name,
-                             x->reply);
-        return false;
-    }
-    char fifo[24];
-    snprintf(fifo, sizeof fifo, "SCHED_FIFO %d", prio);
-    rtb_emit_check(ctx, "stimulator", true,
-                   "rtb-stim over a %s line: %s on %s; its timestamp (CLOCK_MONOTONIC) costs "
-                   "%lld ns (median; min %lld ns), included in every sample%s%s",
-                   line_name, rt ? fifo : "normal scheduling",
-                   other < 0 ? "the measured CPU (one CPU)" : pinned ? "another CPU" : "any CPU",
-                   cost, cost_min, x->reply[n] ? "; " : "", x->reply + n);
-    if (!rt || (other >= 0 && !pinned))
-        rtb_warn(ctx, "stimulator", "the stimulator runs %s%s: its own delays add to the "
-                 "figures (%s)", rt ? "" : "without real-time priority",
-                 other >= 0 && !pinned ? " unpinned" : "", x->reply + n);
-    if (other < 0)
-        rtb_warn(ctx, "stimulator", "one CPU: the stimulator shares the measured CPU");
-    (void)cpu;
-    return true;
-}
-
 static rtb_result one_line(rsp *x, int kind)
 {
     rtb_ctx *ctx = x->ctx;
@@ -373,10 +288,10 @@ static rtb_result one_line(rsp *x, int kind)
         return RTB_ERROR;
     }
     rtb_result r = RTB_PASSED;
-    if (!stim_hello(x, line_name, other)) {
+    if (!rsp_stim_hello(ctx, &x->stim, line_name, other, x->reply, sizeof x->reply)) {
         r = RTB_ERROR;
     } else {
-        if (!clock_check(x))
+        if (!rsp_clock_check(ctx, &x->stim, x->reply, sizeof x->reply))
             r = RTB_FAILED;
         const int64_t *scen;
         int ns = rtb_param_list(ctx, "scenario", &scen);
