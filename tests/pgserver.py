@@ -87,7 +87,9 @@ def free_port() -> int:
 class PostgresServer:
     """One server in its own temporary directory (`start`, then `stop`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, durable: bool = False) -> None:
+        """`durable`: fsync and full commits as a real server has them (the
+        benchmarks); the tests' server does without."""
         bindir = find_bindir()
         assert bindir is not None
         self.bindir = bindir
@@ -99,6 +101,7 @@ class PostgresServer:
         if self.user is not None:
             for p in (self.root, self.sockets):
                 os.chown(p, self.user.pw_uid, self.user.pw_gid)
+        self.durable = durable
         self.port = 0
         self._names = itertools.count(1)
         self._started = False
@@ -150,8 +153,8 @@ class PostgresServer:
         for attempt in range(3):  # the free port may be taken before the server binds it
             self.port = free_port()
             options = (
-                f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 {FAST} "
-                "-c max_connections=50"
+                f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 "
+                f"{'' if self.durable else FAST} -c max_connections=50"
             )
             proc = self._run(
                 "pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"),

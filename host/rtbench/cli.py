@@ -9,6 +9,7 @@ written). Ctrl-C, SIGTERM and SIGHUP store what was measured and exit 130,
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -17,13 +18,6 @@ from rich.table import Table
 
 from rtbench import __version__, catalogue, doctor, probe
 from rtbench.build import ARCHES, BOARDS, BuildError, Flavor, ensure_agent, ensure_firmware
-from rtbench.commands import ab as ab_commands
-from rtbench.commands import analysis as analysis_commands
-from rtbench.commands import campaign as campaign_commands
-from rtbench.commands import kernel as kernel_commands
-from rtbench.commands import report as report_commands
-from rtbench.commands import run as run_commands
-from rtbench.commands import targets as targets_commands
 from rtbench.commands.common import (
     configure_output,
     fail,
@@ -31,12 +25,47 @@ from rtbench.commands.common import (
     open_store,
     out,
     print_data,
+    say,
 )
-from rtbench.reports.terminal import render_run
 from rtbench.store import StoreError, default_store_path
 
+# The commands of rtbench.commands.*, by the module whose register() adds
+# them: a module is imported when one of its commands runs (or for --help),
+# so that `rtbench runs` starts without the analysis and report stack
+# (matplotlib alone takes longer to import than listing 10,000 runs).
+# tests/host/test_cli_commands.py checks this table against the modules.
+COMMAND_MODULES: dict[str, str] = {
+    "run": "rtbench.commands.run",
+    "ingest": "rtbench.commands.run",
+    "recover": "rtbench.commands.run",
+    "analyze": "rtbench.commands.analysis",
+    "compare": "rtbench.commands.analysis",
+    "check": "rtbench.commands.analysis",
+    "label": "rtbench.commands.analysis",
+    "export": "rtbench.commands.analysis",
+    "import": "rtbench.commands.analysis",
+    "import-cyclictest": "rtbench.commands.analysis",
+    "report": "rtbench.commands.report",
+    "ab": "rtbench.commands.ab",
+    "kernel": "rtbench.commands.kernel",
+    "campaign": "rtbench.commands.campaign",
+    "targets": "rtbench.commands.targets",
+}
 
-@click.group()
+
+class LazyGroup(click.Group):
+    """A group whose commands in COMMAND_MODULES load when first used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMAND_MODULES})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
+            importlib.import_module(COMMAND_MODULES[cmd_name]).register(self)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=LazyGroup)
 @click.version_option(__version__, prog_name="rtbench")
 @click.option(
     "--db",
@@ -78,9 +107,7 @@ def main(ctx: click.Context, db: str | None) -> None:
     help="The agent's port; an RTOS port (freertos) builds a firmware for --board.",
 )
 @click.option("--board", default=None, help="The board of an RTOS port (e.g. mps2-an385).")
-def build(
-    flavor: str, arch: str | None, static: bool | None, port: str, board: str | None
-) -> None:
+def build(flavor: str, arch: str | None, static: bool | None, port: str, board: str | None) -> None:
     """Build the agent for this machine or a target architecture, or an RTOS
     port's firmware for a board."""
     kind: Flavor = "test" if flavor == "test" else "release"
@@ -125,10 +152,14 @@ def list_cases(agent_path: Path | None) -> None:
 
 @main.command()
 @click.option("--label", "labels", multiple=True, metavar="KEY[=VALUE]", help="Filter by label.")
+@click.option(
+    "--limit", type=click.IntRange(1), default=100, show_default=True, help="Show the newest N."
+)
+@click.option("--all", "show_all", is_flag=True, help="Show every run (slow for thousands).")
 @format_option
 @click.pass_context
-def runs(ctx: click.Context, labels: tuple[str, ...], fmt: str) -> None:
-    """The stored runs, newest first."""
+def runs(ctx: click.Context, labels: tuple[str, ...], fmt: str, limit: int, show_all: bool) -> None:
+    """The stored runs, newest first (the newest --limit of them)."""
     from rtbench.reports.figures import runs_table
     from rtbench.reports.tables import print_table
 
@@ -137,14 +168,20 @@ def runs(ctx: click.Context, labels: tuple[str, ...], fmt: str) -> None:
         key, sep, value = pair.partition("=")
         filters[key] = value if sep else None
     with open_store(ctx) as store:
-        rows = list(reversed(store.list_runs(filters or None)))
+        try:
+            rows = list(reversed(store.list_runs(filters, newest=None if show_all else limit)))
+            total = len(rows) if show_all or len(rows) < limit else store.count_runs(filters)
+        except StoreError as e:
+            fail(str(e))
     table = runs_table(rows)
     if fmt != "table":
         print_data(fmt, {"runs": table}, table)
     elif not rows:
-        out.print("no runs stored yet: try `rtbench run`")
+        out.print("no runs stored yet: try `rtbench run`" if not filters else "no run matches")
     else:
         print_table(table, out)
+    if total > len(rows):
+        say(f"the newest {len(rows)} of {total:,} runs; --limit N or --all for more")
 
 
 @main.command(context_settings={"ignore_unknown_options": True})
@@ -168,6 +205,8 @@ def show(ctx: click.Context, ref: str, fmt: str) -> None:
         doc = run_document(result)
         print_data(fmt, doc, doc["figures"])
         return
+    from rtbench.reports.terminal import render_run
+
     render_run(result, out)
 
 
@@ -178,14 +217,6 @@ def doctor_cmd() -> None:
     doctor.render_findings(findings, out)
     sys.exit(doctor.doctor_exit_code(findings))
 
-
-run_commands.register(main)
-analysis_commands.register(main)
-report_commands.register(main)
-ab_commands.register(main)
-kernel_commands.register(main)
-campaign_commands.register(main)
-targets_commands.register(main)
 
 if __name__ == "__main__":
     main()

@@ -243,12 +243,17 @@ def _series(db: Backend, r: Row) -> Series:
     )
 
 
-def labels_by_run(db: Backend, run_id: int | None = None) -> dict[int, dict[str, str]]:
-    """{run id: labels sorted by key}, for one run or for all."""
+def labels_by_run(db: Backend, run_ids: int | list[int] | None = None) -> dict[int, dict[str, str]]:
+    """{run id: labels sorted by key}, for one run, some, or all."""
     sql = "SELECT run_id, key, value FROM labels"
-    params: tuple[int, ...] = ()
-    if run_id is not None:
-        sql, params = sql + " WHERE run_id = ?", (run_id,)
+    params: list[int] = []
+    if isinstance(run_ids, int):
+        sql, params = sql + " WHERE run_id = ?", [run_ids]
+    elif run_ids is not None:
+        if not run_ids:
+            return {}
+        sql += f" WHERE run_id IN ({', '.join('?' * len(run_ids))})"
+        params = run_ids
     out: dict[int, dict[str, str]] = {}
     text = db.py_text
     for r in db.rows(sql + " ORDER BY run_id, key", params):

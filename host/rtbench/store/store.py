@@ -154,21 +154,36 @@ class Store:
                 raise StoreError(self._unknown(run_id))
             return read_run(db, row)
 
-    def list_runs(self, labels: Mapping[str, str | None] | None = None) -> list[RunSummary]:
-        """Summaries of the runs, oldest first (by id).
+    def list_runs(
+        self, labels: Mapping[str, str | None] | None = None, *, newest: int | None = None
+    ) -> list[RunSummary]:
+        """Summaries of the runs, oldest first (by id); only the `newest`
+        ones when given (a listing of a lab's store need not read them all).
 
         `labels` filters: every key must be set on the run, to the given
         value, or to any value where the value is None.
         """
         with self._transaction(write=False) as db:
             where, params = label_filter(db, labels or {})
-            rows = db.rows(
+            select = (
                 "SELECT id, started_at, target, outcome, realtime, n_cases, kernel "
-                f"FROM runs {where} ORDER BY id",
-                params,
+                f"FROM runs {where}"
             )
-            all_labels = labels_by_run(db)
+            if newest is None:
+                rows = db.rows(f"{select} ORDER BY id", params)
+                all_labels = labels_by_run(db)
+            else:
+                rows = db.rows(f"{select} ORDER BY id DESC LIMIT ?", [*params, max(0, newest)])
+                rows.reverse()
+                all_labels = labels_by_run(db, [int(r["id"]) for r in rows])
         return [self._summary(r, all_labels.get(int(r["id"]), {})) for r in rows]
+
+    def count_runs(self, labels: Mapping[str, str | None] | None = None) -> int:
+        """How many runs `list_runs(labels)` gives."""
+        with self._transaction(write=False) as db:
+            where, params = label_filter(db, labels or {})
+            found = db.row(f"SELECT count(*) AS n FROM runs {where}", params)
+        return 0 if found is None else int(found["n"])
 
     def _summary(self, r: Row, labels: dict[str, str]) -> RunSummary:
         text = self._db.py_text
