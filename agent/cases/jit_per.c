@@ -140,6 +140,16 @@ typedef struct brk {
     rtb_time at; /* the release, since the case began */
 } brk;
 
+#define NEAR 8
+
+/* The k-th newest sample kept (0: the newest) of a series used as a ring. */
+static int64_t ring_back(const rtb_series *s, size_t head, size_t k)
+{
+    if (s->n < s->cap)
+        return s->v[s->n - 1 - k];
+    return s->v[(head + s->cap - 1 - k) % s->cap];
+}
+
 /* The last `cap` samples of a run of any length, the newest (the one that
  * broke the run) always among them: the series' buffer used as a ring. */
 static inline void push_ring(rtb_series *s, size_t *head, int64_t v)
@@ -182,6 +192,11 @@ typedef struct per {
     int64_t cycles, slot, released;
     rtb_series lat, iv, dev;
     size_t head[3]; /* ring positions of lat, iv, dev */
+    /* The largest latency and the releases around it, whatever the ring
+     * kept: NEAR before it, the max, NEAR after (as they come). */
+    int64_t near[2 * NEAR + 1];
+    int64_t max_at; /* release index of the max */
+    int nbefore, nafter;
     tally t;
     blocker *b; /* the first CPU's task only */
     live live;
@@ -209,6 +224,22 @@ static void broke(per *p, rtb_time planned, rtb_time w)
     atomic_store(&p->ctx->stop, true);
 }
 
+/* Outside the hot path but for a new maximum: a copy of NEAR values. */
+static void note_max(per *p, bool top, int64_t v)
+{
+    if (top) {
+        size_t kept = p->lat.n - 1; /* before this one */
+        p->nbefore = kept < NEAR ? (int)kept : NEAR;
+        for (int k = 0; k < p->nbefore; k++)
+            p->near[p->nbefore - 1 - k] = ring_back(&p->lat, p->head[0], (size_t)k + 1);
+        p->near[p->nbefore] = v;
+        p->nafter = 0;
+        p->max_at = (int64_t)p->lat.hist.n - 1;
+    } else if (p->nafter < NEAR && (int64_t)p->lat.hist.n - 1 == p->max_at + p->nafter + 1) {
+        p->near[p->nbefore + 1 + p->nafter++] = v;
+    }
+}
+
 static void periodic(per *p)
 {
     blocker *b = p->b;
@@ -222,7 +253,9 @@ static void periodic(per *p)
         /* Another CPU broke meanwhile: its sample is the run's last. */
         if (limit && atomic_load_explicit(&p->ctx->stop, memory_order_relaxed))
             break;
+        bool top = p->lat.hist.n == 0 || w - next > p->lat.hist.max;
         push_ring(&p->lat, &p->head[0], w - next);
+        note_max(p, top, w - next);
         p->t.early += w < next;
         if (p->released) {
             push_ring(&p->iv, &p->head[1], w - prev);
@@ -310,11 +343,24 @@ static void report(rtb_ctx *ctx, per *p, bool multi, bool broken, bool capped, r
     uint64_t n = p->iv.hist.n;
     char where[32];
     on_cpu(p, multi, where, sizeof where);
+    /* The max in its neighbourhood: a soak run's ring may no longer hold it. */
+    char near[400];
+    size_t len = 0;
+    near[0] = '\0';
+    if (p->lat.hist.n) {
+        len += (size_t)snprintf(near, sizeof near, "; max latency %.1f us at release %lld, "
+                                "the releases around it (us):", (double)p->lat.hist.max / 1e3,
+                                (long long)p->max_at);
+        for (int i = 0; i <= p->nbefore + p->nafter && len < sizeof near; i++)
+            len += (size_t)snprintf(near + len, sizeof near - len,
+                                    i == p->nbefore ? " [%.1f]" : " %.1f",
+                                    (double)p->near[i] / 1e3);
+    }
     rtb_emit_check(ctx, "releases", t->early == 0,
                    "%s%lld releases in %lld periods, %llu before their planned time; %llu "
                    "intervals vs %lld us: %llu shorter, %llu equal, %llu longer; |deviation| "
                    "0 us: %llu, 1-9 us: %llu, 10-99 us: %llu, >= 100 us: %llu; deviation min "
-                   "%.1f us, max %.1f us",
+                   "%.1f us, max %.1f us%s",
                    where, (long long)p->released, (long long)p->slot,
                    (unsigned long long)t->early,
                    (unsigned long long)n, (long long)(p->period / 1000),
@@ -323,7 +369,7 @@ static void report(rtb_ctx *ctx, per *p, bool multi, bool broken, bool capped, r
                    (unsigned long long)t->cat[1], (unsigned long long)t->cat[2],
                    (unsigned long long)t->cat[3],
                    n ? (double)(p->iv.hist.min - p->period) / 1e3 : 0.0,
-                   n ? (double)(p->iv.hist.max - p->period) / 1e3 : 0.0);
+                   n ? (double)(p->iv.hist.max - p->period) / 1e3 : 0.0, near);
     if (t->early)
         *r = RTB_FAILED;
     if (t->overrun)

@@ -153,6 +153,14 @@ def test_break_stops_at_the_first_sample_over_the_threshold(
     assert any(w.code == "break" and f"sample {lat.n - 1}" in w.detail for w in c.warnings)
     assert not any(w.code == "truncated" for w in c.warnings)
     assert lat.n < 2000  # stopped early
+    # The max in its neighbourhood: the eight releases before it (the run
+    # stopped there, so none after), in the check's detail.
+    [rel] = [k.detail for k in c.checks if k.name == "releases"]
+    around = " ".join(f"{v / 1000:.1f}" for v in lat.samples[-9:-1])
+    assert rel.endswith(
+        f"max latency {lat.max / 1000:.1f} us at release {lat.n - 1}, the releases around it "
+        f"(us): {around} [{lat.max / 1000:.1f}]"
+    ), rel
     # Negative control: the same run without --break goes to the end, past
     # the blocked release.
     full = jit(run_agent(test_agent, ["--cpu", "0", case]))
