@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from pgserver import PostgresServer, free_port
 
+from rtbench.campaign import LABEL_CAMPAIGN, LABEL_CELL
 from rtbench.store import Store
 
 from .test_analysis_cli import stream
@@ -83,3 +84,40 @@ def test_a_server_out_of_reach_is_said_before_measuring(tmp_path: Path) -> None:
     assert "secret" not in r.stdout + r.stderr
     r = rtbench("--db", "mysql://db/x", "runs", env=env)
     assert r.returncode == 2 and "an SQLite file path or a postgresql:// URL" in r.stderr
+
+
+CAMPAIGN = """
+[campaign]
+name = "pg"
+cases = ["CAL-REF"]
+loads = ["none"]
+
+[[target]]
+name = "first"
+spec = "local"
+
+[[target]]
+name = "second"
+spec = "local"
+"""
+
+
+def test_a_campaign_into_postgresql(pg_server: PostgresServer, tmp_path: Path, agent: Path) -> None:
+    del agent
+    url = pg_server.url(pg_server.create_database())
+    (tmp_path / "c.toml").write_text(CAMPAIGN)
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "RTBENCH_DB": url}
+    r = subprocess.run(
+        [sys.executable, "-m", "rtbench.cli", "campaign", "c.toml"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False, env=env,
+    )  # fmt: skip
+    assert r.returncode in (0, 1), r.stdout + r.stderr  # 1: the OS missed a check
+    status = subprocess.run(
+        [sys.executable, "-m", "rtbench.cli", "campaign", "c.toml", "--status"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False, env=env,
+    )  # fmt: skip
+    assert status.returncode == 0 and "2 of 2 cells stored" in status.stdout, status.stdout
+    with Store(url) as store:
+        cells = sorted(s.labels[LABEL_CELL] for s in store.list_runs({LABEL_CAMPAIGN: "pg"}))
+    assert cells == ["first/none/1", "second/none/1"]
+    assert "target=second" in (tmp_path / "pg-report.md").read_text()
