@@ -436,3 +436,23 @@ def test_a_database_out_of_reach_keeps_the_run(
     assert len(said) == 2 and all("busy or out of reach" in s for s in said)
     assert saved.kept is not None and saved.kept.name.startswith("rtbench-unsaved-")
     assert b'{"t":"hello"}' in saved.kept.read_bytes()
+
+
+def test_a_locked_sqlite_store_is_busy(tmp_path: Path) -> None:
+    """Another process's lock is StoreBusy (retried by store_run), on
+    opening and on saving."""
+    fresh = tmp_path / "fresh.sqlite"
+    holder = sqlite3.connect(fresh, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # the file is not in WAL yet: readers wait too
+    with pytest.raises(StoreBusy, match=r"cannot open the store .*locked"):
+        Store(fresh, timeout=0.05)
+    holder.execute("ROLLBACK")
+    holder.close()
+    with Store(fresh) as store:
+        holder = sqlite3.connect(fresh, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        with Store(fresh, timeout=0.05) as other, pytest.raises(StoreBusy, match="locked"):
+            other.save(simple_run())
+        holder.execute("ROLLBACK")
+        holder.close()
+        assert store.save(simple_run()) == 1

@@ -67,7 +67,8 @@ def open_backend(location: StoreLocation, timeout: float) -> Backend:
         backend.open()
     except backend.errors as e:
         backend.close()
-        raise StoreError(f"cannot open the store {location}: {e}") from e
+        kind = type(backend.store_error(e))  # StoreBusy: another process holds the lock
+        raise kind(f"cannot open the store {location}: {e}") from e
     except BaseException:
         backend.close()
         raise
