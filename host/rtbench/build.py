@@ -347,6 +347,7 @@ def ensure_firmware(port: str, board: str, flavor: Flavor = "release") -> Path:
         "-DCMAKE_BUILD_TYPE=Release",
     ]
     kernel = freertos_kernel_source(src) if port == "freertos" else None
+    fetched = port == "freertos" and kernel is None
     if kernel is not None:
         args.append(f"-DFETCHCONTENT_SOURCE_DIR_FREERTOS_KERNEL={kernel}")
     config = "\n".join([str(src), *args])
@@ -365,4 +366,11 @@ def ensure_firmware(port: str, board: str, flavor: Flavor = "release") -> Path:
         _build(src, out, args, config, digest)
     except OSError as e:
         raise BuildError(f"cannot build in {out}: {e}; set {ENV_BUILD} to a writable folder") from e
+    except BuildError as e:
+        if fetched and "freertos_kernel" in str(e):
+            raise BuildError(
+                f"FreeRTOS-Kernel {FREERTOS_KERNEL_TAG} could not be fetched from upstream; "
+                f"without internet set {ENV_FREERTOS} to a copy of that tag.\n{e}"
+            ) from None
+        raise
     return exe

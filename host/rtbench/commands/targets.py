@@ -23,7 +23,7 @@ from rtbench.targets import (
     resolve,
     targets_file,
 )
-from rtbench.transports import Transport
+from rtbench.transports import Transport, TransportError
 
 CHECK_TIMEOUT_S = 10.0
 
@@ -71,7 +71,7 @@ def open_transport(target: Target, agent: Path | None) -> Transport:
             return target.transport(agent)
         with err.status(f"preparing {target.name}…"):
             return target.transport(agent)
-    except TargetError as e:
+    except (TargetError, TransportError) as e:  # a build or a boot that cannot start
         fail(str(e))
 
 
