@@ -40,6 +40,8 @@ import platformdirs
 Flavor = Literal["release", "test"]
 
 AGENT_NAME = "rtbench-agent"
+# RSP-IO's stimulator, built beside the agent (agent/tools/rtb-stim.c).
+STIM_NAME = "rtb-stim"
 ENV_SRC = "RTBENCH_AGENT_SRC"
 ENV_BUILD = "RTBENCH_BUILD_DIR"
 ENV_FREERTOS = "RTBENCH_FREERTOS_KERNEL"

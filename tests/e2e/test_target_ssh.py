@@ -177,8 +177,10 @@ def test_a_run_through_an_alias_stores_the_same_cases_as_a_local_run(
     assert meta["arch"] == os.uname().machine and meta["privilege"] == "root"
     assert meta["emulated"] is False
     # Each run's folder on the target is removed, and no agent is left.
-    cached = sshd.remote_dir / f"rtbench-agent-{os.uname().machine}"
-    assert sorted(p.name for p in sshd.remote_dir.iterdir()) == [cached.name]
+    arch = os.uname().machine
+    # The agent and RSP-IO's stimulator beside it.
+    names = [f"rtb-stim-{arch}", f"rtbench-agent-{arch}"]
+    assert sorted(p.name for p in sshd.remote_dir.iterdir()) == names
     assert not _agents_running(sshd.remote_dir)
 
 
@@ -196,6 +198,18 @@ def test_the_agent_is_copied_only_when_its_checksum_differs(sshd: Sshd) -> None:
     target.transport()
     assert target.metadata()["agent_copied"] is True
     assert cached.stat().st_size == size
+
+
+def test_rsp_io_runs_on_the_target_with_its_stimulator(sshd: Sshd) -> None:
+    target = resolve(sshd.spec())
+    run = collect(target.transport(), ["RSP-IO:scenario=0,4:count=10:timeout_ms=20000"])
+    (case,) = run.cases
+    checks = {c.name: c for c in case.checks}
+    assert case.outcome == "passed", [(c.name, c.detail) for c in case.checks]
+    assert "rtb-stim over a pipe line" in checks["stimulator"].detail
+    for s in "ae":
+        assert "10 edges, 10 answered" in checks[f"{s}_pipe_edges"].detail
+    assert not _agents_running(sshd.remote_dir)
 
 
 def test_the_agents_complaint_comes_back_as_the_error(sshd: Sshd) -> None:

@@ -30,7 +30,8 @@ typedef struct {
 
 _Static_assert(sizeof(posix_stim) <= RTB_STIM_STORAGE, "rtb_stim too small");
 
-/* rtb-stim beside the agent's executable, or $RTB_STIM. */
+/* rtb-stim beside the agent's executable (named after it: an agent copied
+ * as rtbench-agent-x86_64 looks for rtb-stim-x86_64), or $RTB_STIM. */
 static int stim_path(char *path, size_t cap, char *why, size_t whycap)
 {
     const char *env = getenv("RTB_STIM");
@@ -43,9 +44,12 @@ static int stim_path(char *path, size_t cap, char *why, size_t whycap)
             return posix_line_say(why, whycap, RTB_ENOTSUP, "cannot find the agent's own path");
         self[n] = '\0';
         char *slash = strrchr(self, '/');
+        const char *base = slash ? slash + 1 : self, *suffix = "";
+        if (strncmp(base, "rtbench-agent", 13) == 0)
+            suffix = base + 13;
         if (slash)
             *slash = '\0';
-        snprintf(path, cap, "%s/rtb-stim", self);
+        snprintf(path, cap, "%s/rtb-stim%.32s", slash ? self : ".", suffix);
     }
     if (access(path, X_OK) != 0)
         return posix_line_say(why, whycap, RTB_ENOTSUP,

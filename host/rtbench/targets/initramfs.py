@@ -24,9 +24,10 @@ from pathlib import Path
 
 import platformdirs
 
+from rtbench.build import STIM_NAME
+
 # Lines on the stream port that come from /init, not from the agent.
 MARKER = "rtbench-guest:"
-STIM_NAME = "rtb-stim"
 
 INIT = f"""#!/bin/busybox sh
 # rtbench guest init: mount, run the agent on ttyS1, report its status, power off.

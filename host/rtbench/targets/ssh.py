@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult
 
-from rtbench.build import ARCHES, BuildError, agent_digest, ensure_agent, host_arch
+from rtbench.build import (
+    ARCHES,
+    STIM_NAME,
+    BuildError,
+    agent_digest,
+    ensure_agent,
+    host_arch,
+)
 from rtbench.targets import (
     Options,
     Reachability,
@@ -71,6 +78,7 @@ class Probe:
     privilege: str  # root, sudo or none
     cached_digest: str | None
     remote_dir: str  # the cache folder, ~ expanded
+    stim_digest: str | None = None  # RSP-IO's stimulator cached there
 
 
 def _remote_path(path: str) -> str:
@@ -176,7 +184,9 @@ class SshTarget:
             'if [ "$(id -u)" = 0 ]; then echo priv=root; '
             "elif sudo -n true 2>/dev/null; then echo priv=sudo; else echo priv=none; fi; "
             'f="$d/rtbench-agent-$a"; '
-            '[ -f "$f" ] && echo "sum=$(sha256sum "$f" | cut -d" " -f1)"; echo "dir=$d"'
+            '[ -f "$f" ] && echo "sum=$(sha256sum "$f" | cut -d" " -f1)"; echo "dir=$d"; '
+            'g="$d/rtb-stim-$a"; '
+            'if [ -f "$g" ]; then echo "stimsum=$(sha256sum "$g" | cut -d" " -f1)"; fi'
         )
         proc = self._call(script)
         if proc.returncode != 0:
@@ -185,7 +195,13 @@ class SshTarget:
         found = {k: v for k, eq, v in (ln.partition("=") for ln in text.splitlines()) if eq}
         if not {"arch", "priv", "dir"} <= found.keys():
             raise TargetError(f"{self.name}: the target's shell did not answer as a POSIX shell")
-        return Probe(found["arch"], found["priv"], found.get("sum") or None, found.get("dir", ""))
+        return Probe(
+            found["arch"],
+            found["priv"],
+            found.get("sum") or None,
+            found.get("dir", ""),
+            found.get("stimsum") or None,
+        )
 
     def _privilege(self, probe: Probe) -> bool:
         """Whether to run the agent through `sudo -n`."""
@@ -201,23 +217,34 @@ class SshTarget:
         return False  # unprivileged: the agent flags the run not_realtime itself
 
     def _install(self, agent: Path, probe: Probe) -> str:
-        """Copies `agent` unless the target holds the same bytes; returns its path there."""
+        """Copies `agent` unless the target holds the same bytes; returns its path there.
+        RSP-IO's stimulator, built beside it, goes beside it there (docs/rsp-io.md)."""
         digest = agent_digest(agent)
         path = f"{probe.remote_dir}/rtbench-agent-{probe.arch}"
         self.copied = digest != probe.cached_digest
         if self.copied:
-            d, f = shlex.quote(probe.remote_dir), shlex.quote(path)
-            # Written aside and renamed: a run still using the old copy keeps it.
-            script = (
-                f'mkdir -p {d} && chmod 700 {d} && t={d}/.agent.$$ && cat > "$t" && '
-                f'chmod 755 "$t" && mv -f "$t" {f} && sha256sum {f} | cut -d" " -f1'
-            )
-            proc = self._call(script, stdin=agent.read_bytes(), timeout=300)
-            if proc.returncode != 0:
-                raise self._failed("cannot copy the agent", proc)
-            if proc.stdout.decode("utf-8", "replace").strip() != digest:
-                raise TargetError(f"{self.name}: the agent copied to the target is damaged")
+            self._copy(agent, digest, path, "the agent")
+        stim = agent.parent / STIM_NAME
+        if stim.is_file():
+            stim_digest = agent_digest(stim)
+            if stim_digest != probe.stim_digest:
+                self._copy(stim, stim_digest, f"{probe.remote_dir}/{STIM_NAME}-{probe.arch}",
+                           "the stimulator")
         return path
+
+    def _copy(self, exe: Path, digest: str, path: str, what: str) -> None:
+        d, f = shlex.quote(path.rsplit("/", 1)[0]), shlex.quote(path)
+        # Written aside and renamed: a run still using the old copy keeps it.
+        script = (
+            f'mkdir -p {d} && chmod 700 {d} && t={d}/.agent.$$ && cat > "$t" && '
+            f'chmod 755 "$t" && mv -f "$t" {f} && sha256sum {f} | cut -d" " -f1'
+        )
+        proc = self._call(script, stdin=exe.read_bytes(), timeout=300)
+        if proc.returncode != 0:
+            raise self._failed(f"cannot copy {what}", proc)
+        if proc.stdout.decode("utf-8", "replace").strip() != digest:
+            raise TargetError(f"{self.name}: {what} copied to the target is damaged")
+
 
     def transport(self, agent: Path | None = None) -> SshTransport:
         probe = self._probe()
