@@ -40,6 +40,7 @@ static rtb_result run(rtb_ctx *ctx)
         rtb_emit_check_error(ctx, "buffer", "no memory for %lld samples", (long long)repeats);
         return RTB_ERROR;
     }
+    rtb_series_set_kind(&s, RTB_KIND_DURATION); /* the calibration unit, no OS cost */
     rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
     for (int i = 0; i < 10; i++) /* warm caches and branch predictors */
         sink = workload();

@@ -84,6 +84,9 @@ static rtb_result cross_cpu(rtb_ctx *ctx, size_t rounds)
         rtb_emit_check_error(ctx, "cross_cpu", "no memory");
         return RTB_ERROR;
     }
+    /* Signed: a hand-off plus the skew between the two CPUs' counters. */
+    rtb_series_set_kind(&fwd, RTB_KIND_DURATION);
+    rtb_series_set_kind(&back, RTB_KIND_DURATION);
     pingpong p = {.ctx = ctx, .rounds = rounds, .fwd = &fwd, .back = &back};
     int other = (ctx->opt->cpu + 1) % ctx->port->cpu_count;
     rtb_thread_attr attr = rtb_attr(ctx, "cal-observer", 0);

@@ -375,6 +375,8 @@ static rtb_result report(rtb_ctx *ctx, dur *d)
     ok = (rtb_series_init(&sg, "gap", cap) == RTB_OK) & ok;
     ok = (rtb_series_init(&ss, "gap_start", cap) == RTB_OK) & ok;
     ok = (rtb_series_init(&sp, "tick_period", 1) == RTB_OK) & ok;
+    rtb_series_set_kind(&ss, RTB_KIND_TIMESTAMP); /* when each gap began */
+    rtb_series_set_kind(&sp, RTB_KIND_PERIOD);
     int nsrc = ok ? detect(d, owner, src) : 0;
     if (nsrc < 0)
         ok = nsrc = 0;
@@ -433,7 +435,10 @@ static rtb_result report(rtb_ctx *ctx, dur *d)
     rtb_emit_series(ctx, &so);
     rtb_emit_series(ctx, &sp);
     for (int i = 1; i < nsrc; i++) {
-        rtb_series_set_point(&sr[i - 1], "period_ns", llround(src[i].period));
+        /* The period is measured, so it differs from run to run: the rank
+         * (most frequent first) identifies the source, the period is shown. */
+        rtb_series_set_point(&sr[i - 1], "rank", i);
+        rtb_series_set_attr(&sr[i - 1], "period_ns", llround(src[i].period));
         rtb_emit_series(ctx, &sr[i - 1]);
     }
     rtb_emit_series(ctx, &sg);

@@ -41,13 +41,13 @@ typedef struct trial {
     int64_t lost;
 } trial;
 
-static void emit_one(rtb_ctx *ctx, const char *name, const char *unit, rtb_time period,
+static void emit_one(rtb_ctx *ctx, const char *name, rtb_kind kind, rtb_time period,
                      int64_t value)
 {
     rtb_series s;
     if (rtb_series_init(&s, name, 1) != RTB_OK)
         return;
-    s.unit = unit;
+    rtb_series_set_kind(&s, kind);
     if (period)
         rtb_series_set_point(&s, "period_ns", period);
     rtb_series_push(&s, value);
@@ -63,8 +63,8 @@ static int64_t try_period(rtb_ctx *ctx, rtb_time period, size_t count, irq_lat_o
     if (rc != RTB_OK)
         return rc;
     int64_t lost = out->overruns + (int64_t)out->missing;
-    emit_one(ctx, "losses", "count", period, lost);
-    emit_one(ctx, "delivered", "count", period, (int64_t)out->handled);
+    emit_one(ctx, "losses", RTB_KIND_COUNT, period, lost);
+    emit_one(ctx, "delivered", RTB_KIND_COUNT, period, (int64_t)out->handled);
     return lost;
 }
 
@@ -178,7 +178,7 @@ static rtb_result run(rtb_ctx *ctx)
         rtb_time widest = 0;
         for (int i = 0; i < ntried; i++)
             widest = tried[i].period > widest ? tried[i].period : widest;
-        emit_one(ctx, "lossy_period", "ns", 0, widest);
+        emit_one(ctx, "lossy_period", RTB_KIND_PERIOD, 0, widest);
         rtb_emit_check(ctx, "sustained_period", false,
                        "no lossless period up to %.0f us: the sustained rate is below %.3g kHz "
                        "on this machine (%s; %s; %s; tried %s)",
@@ -191,7 +191,7 @@ static rtb_result run(rtb_ctx *ctx)
     }
     if (out_of_time)
         rtb_warn(ctx, "budget", "duration_ms ran out: the search stopped early (tried %s)", list);
-    emit_one(ctx, "sustained_period", "ns", 0, good);
+    emit_one(ctx, "sustained_period", RTB_KIND_PERIOD, 0, good);
     rtb_emit_check(ctx, "sustained_period", true,
                    "%s; handler on a blocked thread on CPU %d: shortest period without a lost event "
                    "%lld ns (%.0f events/s) over %zu events%s (tried %s)",

@@ -447,6 +447,10 @@ static int init_per(rtb_ctx *ctx, per *p, int cpu, size_t cap, bool multi)
     int ok = rtb_series_init(&p->lat, "latency", cap) == RTB_OK;
     ok = (rtb_series_init(&p->iv, "interval", cap) == RTB_OK) & ok;
     ok = (rtb_series_init(&p->dev, "deviation", cap) == RTB_OK) & ok;
+    /* An interval and a signed deviation from the release time are
+     * lengths of time, not costs: only `latency` is one. */
+    rtb_series_set_kind(&p->iv, RTB_KIND_DURATION);
+    rtb_series_set_kind(&p->dev, RTB_KIND_DURATION);
     rtb_hist_init_linear(&p->dev.hist, -DEV_US * 1000, 1000, 2 * DEV_US + 1);
     if (multi) {
         rtb_series_set_point(&p->lat, "cpu", cpu);

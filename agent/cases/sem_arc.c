@@ -197,4 +197,5 @@ const rtb_case rtb_case_sem_arc = {
     .params = params,
     .nparams = sizeof params / sizeof params[0],
     .run = run,
+    .tasks = "n",
 };

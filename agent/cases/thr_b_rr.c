@@ -239,6 +239,7 @@ static rtb_result run(rtb_ctx *ctx)
     rtb_result r = RTB_PASSED;
     if (rtb_series_init(&s, "slice", cap * (size_t)n) != RTB_OK)
         return RTB_ERROR;
+    rtb_series_set_kind(&s, RTB_KIND_DURATION); /* as long as the quantum: no cost */
     for (int i = 0; i < n; i++) {
         t[i] = (rr_thread){.x = &x, .id = i, .cap = cap, .log = rtb_mem_alloc(cap * sizeof(slice))};
         if (!t[i].log)

@@ -196,4 +196,5 @@ const rtb_case rtb_case_thr_ctx = {
     .params = params,
     .nparams = sizeof params / sizeof params[0],
     .run = run,
+    .tasks = "n",
 };

@@ -188,4 +188,5 @@ const rtb_case rtb_case_thr_sw = {
     .params = params,
     .nparams = sizeof params / sizeof params[0],
     .run = run,
+    .tasks = "n",
 };

@@ -30,6 +30,8 @@ void rtb_list_cases(FILE *out)
         rtb_json_bool(&j, "supported", c->unsupported == NULL);
         if (c->unsupported)
             rtb_json_str(&j, "reason", c->unsupported);
+        if (c->tasks)
+            rtb_json_str(&j, "tasks", c->tasks);
         rtb_json_arr(&j, "params");
         for (int k = 0; k < c->nparams; k++) {
             const rtb_param_def *d = &c->params[k];

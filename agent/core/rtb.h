@@ -131,11 +131,28 @@ void rtb_hist_add(rtb_hist *h, int64_t v);
 
 /* ---- series: a sample buffer + its histogram (series.c) ---------------- */
 
+/* What a series' values are (docs/wire-format.md, "Series kinds"): the host
+ * applies statistics, scores, stars and tests only where the kind gives
+ * them a meaning. Declared once, where the series is made. */
+typedef enum {
+    RTB_KIND_LATENCY,   /* the default: the time an OS path took, ns */
+    RTB_KIND_DURATION,  /* a length of time that is no cost (a slice, a signed deviation), ns */
+    RTB_KIND_TIMESTAMP, /* when something happened, ns since the case began */
+    RTB_KIND_COUNT,     /* events counted */
+    RTB_KIND_RATE,      /* events per second */
+    RTB_KIND_PERIOD,    /* a measured period, ns */
+    RTB_KIND_RATIO,     /* dimensionless */
+    RTB_KIND_COUNT_OF_KINDS
+} rtb_kind;
+
 typedef struct rtb_series {
     const char *name;
-    const char *unit;       /* "ns" (the default) or "count": never a count called ns */
+    rtb_kind kind;          /* RTB_KIND_LATENCY unless rtb_series_set_kind says */
+    const char *unit;       /* the kind's unit ("ns", "count", "Hz", ""): never a count called ns */
     const char *point_key;  /* sweep coordinate name, or NULL */
     int64_t point_value;
+    const char *attr_key;   /* a measured attribute that does not identify the series, or NULL */
+    int64_t attr_value;
     int64_t *v;             /* preallocated, prefaulted */
     size_t cap, n;
     uint64_t dropped;       /* pushed when full: in the hist, not in v */
@@ -146,6 +163,12 @@ typedef struct rtb_series {
  * buffer and the histogram's counters (RTB_ENOMEM when they do not fit). */
 int rtb_series_init(rtb_series *s, const char *name, size_t cap);
 void rtb_series_set_point(rtb_series *s, const char *key, int64_t value);
+/* A series that is not a latency says what it is (sets its unit too). */
+void rtb_series_set_kind(rtb_series *s, rtb_kind kind);
+/* A measured property shown beside the series, never part of its identity
+ * across runs (CLK-DUR's period of a recurring source). */
+void rtb_series_set_attr(rtb_series *s, const char *key, int64_t value);
+const char *rtb_kind_name(rtb_kind kind);
 void rtb_series_free(rtb_series *s);
 /* Cheap enough for measured sections: no syscall, no allocation. */
 static inline void rtb_series_push(rtb_series *s, int64_t v)
@@ -256,6 +279,9 @@ typedef struct rtb_case {
     /* It honours opt->cpus, opt->break_ns and opt->progress_ms (JIT-PER);
      * the runner warns when a run asks them of any other case. */
     bool per_cpu;
+    /* The sweep coordinate (a `point` key) that counts tasks, or NULL: the
+     * host draws a determinism slope (growth per task) only over it. */
+    const char *tasks;
 } rtb_case;
 
 extern const rtb_case *const rtb_cases[];

@@ -7,7 +7,7 @@ int rtb_series_init(rtb_series *s, const char *name, size_t cap)
 {
     memset(s, 0, sizeof *s);
     s->name = name;
-    s->unit = "ns";
+    rtb_series_set_kind(s, RTB_KIND_LATENCY);
     s->hist.counts = rtb_mem_alloc(RTB_HIST_MAX_BUCKETS * sizeof *s->hist.counts);
     if (!s->hist.counts)
         return RTB_ENOMEM;
@@ -29,6 +29,34 @@ void rtb_series_set_point(rtb_series *s, const char *key, int64_t value)
 {
     s->point_key = key;
     s->point_value = value;
+}
+
+static const struct {
+    const char *name, *unit;
+} kinds[RTB_KIND_COUNT_OF_KINDS] = {
+    [RTB_KIND_LATENCY] = {"latency", "ns"},     [RTB_KIND_DURATION] = {"duration", "ns"},
+    [RTB_KIND_TIMESTAMP] = {"timestamp", "ns"}, [RTB_KIND_COUNT] = {"count", "count"},
+    [RTB_KIND_RATE] = {"rate", "Hz"},           [RTB_KIND_PERIOD] = {"period", "ns"},
+    [RTB_KIND_RATIO] = {"ratio", ""},
+};
+
+const char *rtb_kind_name(rtb_kind kind)
+{
+    return kind < RTB_KIND_COUNT_OF_KINDS ? kinds[kind].name : "latency";
+}
+
+void rtb_series_set_kind(rtb_series *s, rtb_kind kind)
+{
+    if (kind >= RTB_KIND_COUNT_OF_KINDS)
+        kind = RTB_KIND_LATENCY;
+    s->kind = kind;
+    s->unit = kinds[kind].unit;
+}
+
+void rtb_series_set_attr(rtb_series *s, const char *key, int64_t value)
+{
+    s->attr_key = key;
+    s->attr_value = value;
 }
 
 void rtb_series_free(rtb_series *s)

@@ -14,8 +14,9 @@ A configuration is a list of settings, each KEY=VALUE:
 The runs interleave (A, B, A, B, ...) so that drifting machine noise hits
 both alike. Each run is stored with labels ab=A|B, ab_id, ab_round and
 ab_config. The rounds of each side are pooled per series, and per
-indicator the ratio B/A is reported with a distribution-level test
-(rtbench.analysis.compare: Mann-Whitney U on the pooled samples).
+indicator the ratio B/A is reported with the test of that indicator
+(rtbench.analysis.compare: an exceedance test for a percentile, Welch's
+t-test for the mean, none for the max) on the pooled samples.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ built agent.
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 from dataclasses import dataclass, field
@@ -73,6 +74,7 @@ class AgentCase:
     supported: bool
     reason: str = ""
     params: list[dict[str, Any]] = field(default_factory=list)
+    tasks: str | None = None  # the point key that counts tasks (determinism slopes)
 
     @property
     def param_names(self) -> set[str]:
@@ -101,10 +103,30 @@ def parse_list(out: str) -> dict[str, AgentCase]:
     cases: dict[str, AgentCase] = {}
     for line in out.splitlines():
         d = json.loads(line)
+        tasks = d.get("tasks")
         cases[d["id"]] = AgentCase(
-            d["id"], d["title"], bool(d["supported"]), d.get("reason", ""), d.get("params", [])
+            d["id"],
+            d["title"],
+            bool(d["supported"]),
+            d.get("reason", ""),
+            d.get("params", []),
+            tasks if isinstance(tasks, str) else None,
         )
     return cases
+
+
+def task_count_key(case_id: str) -> str | None:
+    """The sweep coordinate of `case_id` that counts tasks, as the agent's case
+    table declares it (`--list`: "tasks"), or None: a determinism slope is
+    drawn over it only. Read from the shipped POSIX snapshot, so a stored run
+    needs no agent."""
+    c = _snapshot().get(case_id)
+    return c.tasks if c is not None else None
+
+
+@functools.cache
+def _snapshot() -> dict[str, AgentCase]:
+    return posix_cases()
 
 
 # Cases the host carries out by running others (no agent code of their own).

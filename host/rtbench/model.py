@@ -20,7 +20,11 @@ from rtbench.kinds import KindTraits, fallback_kind, traits
 # detail or reason says why); they neither pass nor fail a run.
 Verdict = Literal["pass", "fail", "error", "skip"]
 CaseOutcome = Literal["passed", "failed", "error", "unsupported", "skipped"]
-RunOutcome = Literal["passed", "failed", "error"]
+# A run is `skipped` when nothing in it was judged (every case skipped or
+# unsupported): it is no evidence about the OS, so never `passed`.
+RunOutcome = Literal["passed", "failed", "error", "skipped"]
+# What the agent's `bye` says (it does not judge "nothing applied").
+ByeResult = Literal["passed", "failed", "error"]
 
 # Worst first: a run's result is the worst of its cases'.
 _OUTCOME_RANK = {"error": 0, "failed": 1, "passed": 2, "unsupported": 3, "skipped": 3}
@@ -224,6 +228,8 @@ class Run:
                 worst = "failed"
         if not self.complete:
             return "error"
+        if all(c.outcome in ("unsupported", "skipped") for c in self.cases):
+            return "skipped"
         return worst
 
     def case(self, case_id: str) -> CaseResult | None:

@@ -71,7 +71,9 @@ def recurring_sources(c: CaseResult) -> list[tuple[float, Samples]]:
         out.append((float(period.min), samples(c, "tick")))
     for s in c.series:
         if s.name == "recurring":
-            out.append((float(s.point["period_ns"]), samples(c, "recurring", s.point)))
+            # The measured period is an attribute; the rank is the key.
+            assert set(s.point) == {"rank"} and s.kind == "latency", s
+            out.append((float(s.attrs["period_ns"]), samples(c, "recurring", s.point)))
     return out
 
 

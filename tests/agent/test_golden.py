@@ -143,6 +143,42 @@ def test_counts_are_not_called_nanoseconds(agent: Path, run_agent) -> None:  # t
     assert units[("IRQ-SUS", periods.pop())] == units[("CAL-REF", "t_std")] == "ns"
 
 
+def test_every_series_record_declares_its_kind(agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+    """The agent writes `kind` on every series record (the host's fallback
+    for older streams is not what gives these their kinds)."""
+    r = run_agent(agent, ["IRQ-SUS:count=300:duration_ms=2000", "CAL-REF:repeats=10",
+                          "THR-SW:n=2:duration_ms=50"])  # fmt: skip
+    declared = {
+        (b["case"], b["series"]): (b["kind"], b["unit"])
+        for rec in r.parsed.records
+        if rec.kind in ("samples", "hist", "summary")
+        for b in [rec.body]
+    }
+    assert all("kind" in rec.body for rec in r.parsed.records if rec.kind == "summary")
+    assert (
+        declared[("IRQ-SUS", "losses")]
+        == declared[("IRQ-SUS", "delivered")]
+        == (
+            "count",
+            "count",
+        )
+    )
+    assert declared[("CAL-REF", "t_std")] == ("duration", "ns")
+    assert declared[("THR-SW", "switch")] == ("latency", "ns")
+    period = [k for (c, n), (k, _) in declared.items() if n.endswith("_period")]
+    assert period == ["period"], declared
+
+
+def test_list_declares_the_task_count_parameters(agent: Path) -> None:
+    import subprocess
+
+    out = subprocess.run([str(agent), "--list"], capture_output=True, text=True, check=True).stdout
+    tasks = {c["id"]: c["tasks"] for c in map(json.loads, out.splitlines()) if "tasks" in c}
+    # Only these sweeps count tasks: THR-NEW's scenario, SEM-NEW's used,
+    # MQ-LAT's size, CLK-RES's request_ns and IRQ-SUS's period_ns do not.
+    assert tasks == {"THR-SW": "n", "SEM-ARC": "n", "THR-CTX": "n"}
+
+
 def test_hard_deadline_follows_the_run_asked_for(agent: Path) -> None:
     """JIT-PER's deadline comes from cycles x period (3x + slack), so a long
     run is not cut short by a default; read from `begin`, then stop it."""

@@ -53,7 +53,12 @@ def test_compare(two_runs: Path) -> None:
     assert r.returncode == 0, r.stderr
     row = r"THR-SW\s+│ switch\[n=2\]\s+│ µs\s+│.*│\s+1\.5\d\s+│\s+0\*"
     assert re.search(row, r.stdout), r.stdout
-    assert "Mann-Whitney U on raw samples" in r.stdout
+    # The test of the indicator compared (a p50), not of whole distributions.
+    assert "exceedance test at the first run's p50 (Fisher's exact on counts above it) on raw" in (
+        r.stdout.replace("\n", " ")
+    )
+    r = rtbench("compare", "1", "2", "--indicator", "max")
+    assert r.returncode == 0 and "p: none for max" in r.stdout, r.stdout
     r = rtbench("compare", "--label", "os=x")
     assert r.returncode == 0 and "#2/#1" in r.stdout
     r = rtbench("compare", "1")

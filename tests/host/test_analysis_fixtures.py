@@ -36,6 +36,9 @@ class S:
     name: str
     values: Sequence[int]
     point: Point = field(default_factory=dict)
+    kind: str | None = None  # None: the record carries none (the fallback applies)
+    unit: str = "ns"
+    attrs: Point | None = None
 
 
 @dataclass
@@ -59,18 +62,19 @@ def write_run(
         w.begin(c.case)
         for s in c.series:
             values = [int(v) for v in s.values]
+            tag: dict[str, Any] = {"unit": s.unit, "kind": s.kind, "attrs": s.attrs}
             if samples:
-                w.samples(c.case, s.name, values, point=s.point, chunk=4096)
-            if hist and values:
+                w.samples(c.case, s.name, values, point=s.point, chunk=4096, **tag)
+            if hist and values and min(values) >= 0:
                 w.hist(
                     c.case, s.name, layout={"kind": "log2", "sub_bits": SUB_BITS},
                     counts=log2_counts(values), n=len(values), min=min(values),
-                    max=max(values), sum=sum(values), point=s.point,
+                    max=max(values), sum=sum(values), point=s.point, **tag,
                 )  # fmt: skip
             stats: dict[str, Any] = (
                 {"min": min(values), "max": max(values)} if values else {"min": None, "max": None}
             )
-            w.summary(c.case, s.name, n=len(values), sum=sum(values), point=s.point, **stats)
+            w.summary(c.case, s.name, n=len(values), sum=sum(values), point=s.point, **tag, **stats)
         for name, verdict in c.checks:
             w.check(c.case, name, verdict)
         w.end(c.case, c.result)

@@ -97,8 +97,10 @@ def test_failed_check_fails_the_case_and_calibration_is_not_rated() -> None:
         ("[thresholds.default]\nhard_us = 1\nsoft_us = 1\n", "fail_us is missing"),
         ("soft_pct = 42\n[thresholds.default]\nhard_us=1\nsoft_us=1\nfail_us=1\n", "soft_pct"),
         ("[thresholds.default]\nhard_us = -1\nsoft_us = 1\nfail_us = 1\n", "number >= 0"),
-        ("[thresholds.default]\nhard_us=1\nsoft_us=1\nfail_us=1\n[thresholds.X]\nhrd_us=1\n",
-         "unknown key"),
+        (
+            "[thresholds.default]\nhard_us=1\nsoft_us=1\nfail_us=1\n[thresholds.X]\nhrd_us=1\n",
+            "unknown key",
+        ),
         ("this is not toml", "not valid TOML"),
     ],
 )

@@ -8,7 +8,7 @@ import math
 import pytest
 from test_analysis_fixtures import C, S, build_run, cal_ref
 
-from rtbench.analysis.determinism import curves, slope
+from rtbench.analysis.determinism import curves, refusal, slope
 from rtbench.analysis.scores import (
     composite_parts,
     composite_score,
@@ -87,7 +87,35 @@ def test_curves_hold_the_other_point_parameters_fixed() -> None:
     series = [S("s", [100 * n + 10 * m], {"n": n, "m": m}) for n in (1, 2, 3) for m in (1, 2)]
     found = {(cv.key, tuple(sorted((cv.fixed or {}).items()))): cv for cv in
              curves(build_run([C("SEM-ARC", series)]))}  # fmt: skip
-    assert set(found) == {("n", (("m", 1),)), ("n", (("m", 2),)), ("m", (("n", 1),)),
-                          ("m", (("n", 2),)), ("m", (("n", 3),))}  # fmt: skip
+    # SEM-ARC's task count is n: no slope over m, whatever it holds.
+    assert set(found) == {("n", (("m", 1),)), ("n", (("m", 2),))}
     assert found["n", (("m", 1),)].slope_mean == pytest.approx(100.0)
-    assert found["m", (("n", 3),)].slope_mean == pytest.approx(10.0)
+    # Negative control: were m declared the task count, its slope is drawn.
+    over_m = curves(build_run([C("SEM-ARC", series)]), tasks=lambda case: "m")
+    assert {cv.key for cv in over_m} == {"m"}
+    assert [cv.slope_mean for cv in over_m if cv.fixed == {"n": 3}] == [pytest.approx(10.0)]
+
+
+@pytest.mark.parametrize(
+    ("case", "key"),
+    [("THR-NEW", "scenario"), ("SEM-NEW", "used"), ("MQ-LAT", "size"), ("CLK-RES", "request_ns"),
+     ("IRQ-SUS", "period_ns")],
+)  # fmt: skip
+def test_no_slope_over_a_parameter_that_is_no_task_count(case: str, key: str) -> None:
+    """The sweeps issue 11 saw slopes drawn over: none is a task count."""
+    series = [S("create", [1000 * x, 1000 * x + 5], {key: x}) for x in (1, 2, 3)]
+    run = build_run([C(case, series)])
+    assert curves(run) == []
+    why = refusal(case, key, run.cases[0].series[0])
+    assert why is not None and "not a task count" in why
+    # Negative control: the same numbers over THR-SW's n give a slope.
+    thr_sw = [S("switch", [1000 * x, 1000 * x + 5], {"n": x}) for x in (1, 2, 3)]
+    thr = build_run([C("THR-SW", thr_sw)])
+    assert [cv.slope_mean for cv in curves(thr)] == [pytest.approx(1000.0)]
+
+
+def test_no_slope_for_a_kind_without_a_cost_per_task() -> None:
+    series = [S("slice", [1000 * n], {"n": n}, kind="duration") for n in (2, 5)]
+    assert curves(build_run([C("THR-SW", series)])) == []
+    latency = [S("slice", [1000 * n], {"n": n}, kind="latency") for n in (2, 5)]
+    assert len(curves(build_run([C("THR-SW", latency)]))) == 1

@@ -577,15 +577,18 @@ def test_clk_dur_cross_check_detects_a_wrong_period() -> None:
     assert clk is not None and clk.checks[0].verdict == "pass"
 
 
-def test_clk_dur_cross_check_names_the_source_that_is_the_tick() -> None:
+@pytest.mark.parametrize("attr", [True, False], ids=["attrs", "legacy point"])
+def test_clk_dur_cross_check_names_the_source_that_is_the_tick(attr: bool) -> None:
     """Under a hypervisor CLK-DUR may take the host's 1 ms timer for the
-    tick; the kernel's own 4 ms tick is then one of its other sources."""
+    tick; the kernel's own 4 ms tick is then one of its other sources (its
+    period an attribute; streams before attrs had it as the point)."""
     run = synthetic_run(1 * MS)
     clk = run.case("CLK-DUR")
     assert clk is not None
+    period = {"period_ns": 4 * MS + 5}
     clk.series.append(
-        Series("CLK-DUR", "recurring", {"period_ns": 4 * MS + 5}, n=2, sum=34_000,
-               samples=np.array([16_000, 18_000]))
+        Series("CLK-DUR", "recurring", {"rank": 1} if attr else period, n=2, sum=34_000,
+               samples=np.array([16_000, 18_000]), attrs=period if attr else {})
     )  # fmt: skip
     split_cases(run, pair(synthetic_trace(4 * MS, 3200)), fake_capture(), 1)
     (check,) = clk.checks

@@ -5,15 +5,25 @@ differ only in one integer parameter, e.g. THR-SW `switch` over n = 2, 5,
 10, 128, 1000. Its growth per task is the least-squares slope of the mean
 (and of the max) against that parameter, in ns per task: a scheduler whose
 cost does not depend on the number of tasks has a slope near 0.
+
+Only over a parameter the case declares as a task count (the agent's case
+table, `--list` "tasks": THR-SW, SEM-ARC and THR-CTX `n`), and only for
+series whose kind has a cost per task (rtbench.kinds: latencies). A slope
+over THR-NEW's scenario, SEM-NEW's `used`, a message size or a timer period
+would be a number with no meaning: `refusal` says why none is drawn.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from rtbench.catalogue import task_count_key
 from rtbench.model import Point, Run, Series
+
+TaskKey = Callable[[str], str | None]
 
 
 @dataclass
@@ -37,12 +47,27 @@ def slope(xs: list[int], ys: list[float]) -> float | None:
     return float(fit[0])
 
 
-def _groups(series: list[Series]) -> dict[tuple[str, str, str], list[Series]]:
+def refusal(case: str, key: str, s: Series, tasks: TaskKey = task_count_key) -> str | None:
+    """Why no slope of series `s` over point key `key` (None: one is drawn)."""
+    declared = tasks(case)
+    if key != declared:
+        what = f"its task count is {declared!r}" if declared else "it declares no task count"
+        return f"{case} {key} is not a task count ({what})"
+    if not s.traits.determinism:
+        return f"{s.name} is a {s.kind}, not a cost per task"
+    return None
+
+
+def _groups(
+    case: str, series: list[Series], tasks: TaskKey
+) -> dict[tuple[str, str, str], list[Series]]:
     """(name, key, the rest of the point) -> series varying only in `key`."""
     groups: dict[tuple[str, str, str], list[Series]] = {}
     for s in series:
         for key, value in s.point.items():
             if isinstance(value, bool) or not isinstance(value, int):
+                continue
+            if refusal(case, key, s, tasks) is not None:
                 continue
             rest = ",".join(f"{k}={v}" for k, v in sorted(s.point.items()) if k != key)
             groups.setdefault((s.name, key, rest), []).append(s)
@@ -61,11 +86,11 @@ def _curve(case: str, name: str, key: str, members: list[Series]) -> Curve | Non
     return Curve(case, name, key, xs, means, maxes, slope(xs, means), slope(xs, maxes), fixed)
 
 
-def curves(run: Run) -> list[Curve]:
-    """Every curve of the run, in run order."""
+def curves(run: Run, tasks: TaskKey = task_count_key) -> list[Curve]:
+    """Every curve of the run over a task count, in run order."""
     out = []
     for c in run.cases:
-        for (name, key, _), members in _groups(c.series).items():
+        for (name, key, _), members in _groups(c.case, c.series, tasks).items():
             curve = _curve(c.case, name, key, members)
             if curve is not None:
                 out.append(curve)

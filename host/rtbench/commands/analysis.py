@@ -19,6 +19,7 @@ from rtbench.analysis.compare import (
     UNSTABLE_CV,
     UNSTABLE_MAX_P99,
     Comparison,
+    NothingInCommon,
     compare_runs,
 )
 from rtbench.analysis.determinism import curves
@@ -319,7 +320,10 @@ def compare(
         runs = _select(store, refs, labels)
     if len(runs) < 2:
         fail(f"compare needs at least two runs, got {len(runs)}: name them or use --label")
-    cmp = compare_runs(runs, indicator)
+    try:
+        cmp = compare_runs(runs, indicator)
+    except NothingInCommon as e:
+        fail(str(e))
     table = comparison_table(cmp, _units(cmp))
     if fmt != "table":
         doc = {"runs": [run_info(r) for r in runs], "indicator": indicator, "comparison": table}
@@ -329,8 +333,9 @@ def compare(
         out.print(_run_line(run), highlight=False, markup=False)
     print_table(table, out)
     tests = sorted({r.test for r in cmp.rows if r.pvalue is not None})
+    what = f"the {indicator} differs" if tests else "no test compares this indicator"
     out.print(
-        f"p: {' / '.join(tests) or 'no test'}; * p < {ALPHA:g} (the distributions differ). "
+        f"p: {' / '.join(tests) or f'none for {indicator}'}; * p < {ALPHA:g} ({what}). "
         f"~ unstable (max: max/p99 > {UNSTABLE_MAX_P99:g}; mean: CV > {UNSTABLE_CV:g}; "
         f"percentile: < {MIN_TAIL_SAMPLES} samples beyond it); "
         "≤ a histogram bucket's upper bound.",

@@ -15,7 +15,8 @@ from rtbench.io.atomic import OutputError, check_writable
 from rtbench.store import Store, StoreError, StoreLocation, locate
 from rtbench.store.location import LocationError
 
-EXIT = {"passed": 0, "failed": 1, "error": 2}
+# skipped: nothing judged (docs/outcomes.md); nothing failed either.
+EXIT = {"passed": 0, "failed": 1, "error": 2, "skipped": 0}
 
 # Piped output (CI logs, files) without COLUMNS gets a width a figures
 # table fits in; COLUMNS, when set, wins on a terminal and in a pipe.

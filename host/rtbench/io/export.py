@@ -19,7 +19,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from rtbench import __version__
-from rtbench.analysis.scores import composite_score
+from rtbench.analysis.scores import composite_score, is_scored
 from rtbench.analysis.stats import PCT_NAMES, PERCENTILES, Stats, series_stats
 from rtbench.model import (
     CaseResult,
@@ -44,11 +44,11 @@ SCHEMA_VERSION = 1
 _SLICE = 1 << 20  # samples converted to text at a time
 
 CSV_COLUMNS = (
-    "run_id", "started_at", "target", "realtime", "case", "series", "point", "kind", "unit",
+    "run_id", "started_at", "target", "realtime", "case", "series", "point", "unit",
     "n", "min", "mean", "stddev", *PCT_NAMES.values(), "max", "max_3sigma",
     "filtered_out", "stats_source", "percentiles_bounded", "score_mean", "score_max",
-    "dropped", "holes",
-)  # fmt: skip
+    "dropped", "holes", "kind",
+)  # fmt: skip  (new columns go at the end: scripts read columns by place)
 
 
 def _dumps(obj: Any) -> str:
@@ -77,8 +77,11 @@ def stats_dict(st: Stats) -> dict[str, Any]:
 
 
 def _scores(s: Series, t_std: float | None) -> dict[str, float | None]:
+    """Scores of a latency; None for a kind no score means anything for."""
+    scored = is_scored(s)
+
     def sc(v: float | None) -> float | None:
-        return v / t_std if v is not None and t_std else None
+        return v / t_std if v is not None and t_std and scored else None
 
     return {"mean": sc(s.mean), "max": sc(None if s.max is None else float(s.max))}
 

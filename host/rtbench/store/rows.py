@@ -33,7 +33,7 @@ from rtbench.store.codec import (
     to_json,
 )
 
-_RUN_OUTCOMES = ("passed", "failed", "error")
+_RUN_OUTCOMES = ("passed", "failed", "error", "skipped")
 
 
 def kernel_release(run: Run) -> str:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from rtbench.model import CaseOutcome, RunOutcome, Verdict
+from rtbench.model import ByeResult, CaseOutcome, Verdict
 from rtbench.stream.codec import ENCODING
 
 # Integers on the wire fill int64 and uint64 (sums are 128-bit on the agent).
@@ -148,7 +148,8 @@ def opt(t: Type) -> tuple[Type, bool]:
 
 VERDICTS: tuple[str, ...] = get_args(Verdict)
 OUTCOMES: tuple[str, ...] = get_args(CaseOutcome)
-RUN_RESULTS: tuple[str, ...] = get_args(RunOutcome)
+RUN_RESULTS: tuple[str, ...] = get_args(ByeResult)
+
 
 def _kind_name(value: str, where: str) -> None:
     # Any lowercase name: a kind this host does not know (a newer agent's)

@@ -193,8 +193,15 @@ class StreamWriter:
         stats = {"min": min(values), "max": max(values)} if n else {"min": None, "max": None}
         lines.append(
             self.summary(
-                case, series, n=n, sum=sum(values), point=point, unit=unit, kind=kind,
-                attrs=attrs, **stats,
+                case,
+                series,
+                n=n,
+                sum=sum(values),
+                point=point,
+                unit=unit,
+                kind=kind,
+                attrs=attrs,
+                **stats,
             )
         )
         return lines

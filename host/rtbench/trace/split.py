@@ -285,7 +285,12 @@ def tick_cross_check(
         # the tick; the trace can. CLK-DUR saw the kernel's tick if one of
         # its recurring sources has the kernel's period.
         for s in case.series:
-            period = s.point.get("period_ns") if s.name == "recurring" else None
+            # The period is an attribute (older streams: the point).
+            period = (
+                s.attrs.get("period_ns", s.point.get("period_ns"))
+                if s.name == "recurring"
+                else None
+            )
             if isinstance(period, int) and _agree(period, kernel_period):
                 mean = f", mean gap {_us(s.mean)}" if s.mean is not None else ""
                 detail += (
