@@ -438,8 +438,8 @@ static rtb_result report(rtb_ctx *ctx, dur *d)
         /* The period is measured, so it differs from run to run: the rank
          * (most frequent first) identifies the source, the period is shown. */
         rtb_series_set_point(&sr[i - 1], "rank", i);
-        rtb_series_set_attr(&sr[i - 1], "period_ns", llround(src[i].period));
-        rtb_emit_series(ctx, &sr[i - 1]);
+        rtb_tags period = {.attr_key = "period_ns", .attr_value = llround(src[i].period)};
+        rtb_emit_series_tagged(ctx, &sr[i - 1], &period);
     }
     rtb_emit_series(ctx, &sg);
     rtb_emit_series(ctx, &ss);

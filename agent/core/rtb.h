@@ -147,12 +147,10 @@ typedef enum {
 
 typedef struct rtb_series {
     const char *name;
-    rtb_kind kind;          /* RTB_KIND_LATENCY unless rtb_series_set_kind says */
-    const char *unit;       /* the kind's unit ("ns", "count", "Hz", ""): never a count called ns */
+    rtb_kind kind;          /* RTB_KIND_LATENCY unless rtb_series_set_kind says; its unit
+                             * follows ("ns", "count", "Hz", ""): never a count called ns */
     const char *point_key;  /* sweep coordinate name, or NULL */
     int64_t point_value;
-    const char *attr_key;   /* a measured attribute that does not identify the series, or NULL */
-    int64_t attr_value;
     int64_t *v;             /* preallocated, prefaulted */
     size_t cap, n;
     uint64_t dropped;       /* pushed when full: in the hist, not in v */
@@ -163,12 +161,10 @@ typedef struct rtb_series {
  * buffer and the histogram's counters (RTB_ENOMEM when they do not fit). */
 int rtb_series_init(rtb_series *s, const char *name, size_t cap);
 void rtb_series_set_point(rtb_series *s, const char *key, int64_t value);
-/* A series that is not a latency says what it is (sets its unit too). */
+/* A series that is not a latency says what it is (and so its unit). */
 void rtb_series_set_kind(rtb_series *s, rtb_kind kind);
-/* A measured property shown beside the series, never part of its identity
- * across runs (CLK-DUR's period of a recurring source). */
-void rtb_series_set_attr(rtb_series *s, const char *key, int64_t value);
 const char *rtb_kind_name(rtb_kind kind);
+const char *rtb_kind_unit(rtb_kind kind);
 void rtb_series_free(rtb_series *s);
 /* Cheap enough for measured sections: no syscall, no allocation. */
 static inline void rtb_series_push(rtb_series *s, int64_t v)
@@ -349,6 +345,11 @@ void rtb_emit_series(rtb_ctx *ctx, const rtb_series *s);
  * "a", line "pipe"); unused keys NULL. */
 typedef struct rtb_tags {
     const char *key[2], *value[2];
+    /* A measured property written beside the series (`attrs`), never part
+     * of its identity across runs (CLK-DUR's period of a recurring source);
+     * NULL for none. */
+    const char *attr_key;
+    int64_t attr_value;
 } rtb_tags;
 void rtb_emit_series_tagged(rtb_ctx *ctx, const rtb_series *s, const rtb_tags *tags);
 void rtb_emit_check(rtb_ctx *ctx, const char *name, bool pass, const char *fmt, ...)

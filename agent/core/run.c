@@ -61,11 +61,11 @@ static void series_keys(rtb_json *j, const rtb_ctx *ctx, const rtb_series *s,
             rtb_json_str(j, tags->key[i], tags->value[i]);
         rtb_json_obj_end(j);
     }
-    rtb_json_str(j, "unit", s->unit ? s->unit : "ns");
+    rtb_json_str(j, "unit", rtb_kind_unit(s->kind));
     rtb_json_str(j, "kind", rtb_kind_name(s->kind));
-    if (s->attr_key) {
+    if (tags && tags->attr_key) {
         rtb_json_obj(j, "attrs");
-        rtb_json_i64(j, s->attr_key, s->attr_value);
+        rtb_json_i64(j, tags->attr_key, tags->attr_value);
         rtb_json_obj_end(j);
     }
 }

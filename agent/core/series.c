@@ -45,18 +45,14 @@ const char *rtb_kind_name(rtb_kind kind)
     return kind < RTB_KIND_COUNT_OF_KINDS ? kinds[kind].name : "latency";
 }
 
-void rtb_series_set_kind(rtb_series *s, rtb_kind kind)
+const char *rtb_kind_unit(rtb_kind kind)
 {
-    if (kind >= RTB_KIND_COUNT_OF_KINDS)
-        kind = RTB_KIND_LATENCY;
-    s->kind = kind;
-    s->unit = kinds[kind].unit;
+    return kind < RTB_KIND_COUNT_OF_KINDS ? kinds[kind].unit : "ns";
 }
 
-void rtb_series_set_attr(rtb_series *s, const char *key, int64_t value)
+void rtb_series_set_kind(rtb_series *s, rtb_kind kind)
 {
-    s->attr_key = key;
-    s->attr_value = value;
+    s->kind = kind < RTB_KIND_COUNT_OF_KINDS ? kind : RTB_KIND_LATENCY;
 }
 
 void rtb_series_free(rtb_series *s)

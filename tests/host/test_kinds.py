@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from stores import StoreAt
 from test_analysis_fixtures import C, S, build_run
+from test_store_schema import build_version_1
 
 from rtbench.analysis.compare import NothingInCommon, compare_runs
 from rtbench.analysis.evt import worst_case
@@ -363,39 +365,27 @@ def test_store_keeps_kinds_and_attrs(tmp_path: Path) -> None:
     ]
 
 
-def test_schema_3_migration_gives_stored_series_their_kinds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_schema_3_migration_gives_stored_series_their_kinds(store_at: StoreAt) -> None:
     """Runs stored before kinds get the fallback's kind in the column itself
-    (a query of the store sees it), not only when loaded."""
-    path = tmp_path / "old.sqlite"
-    full = list(schema.MIGRATIONS)
-    monkeypatch.setattr(schema, "MIGRATIONS", full[:2])
-    with Store(path) as store:
-        assert store.schema_version == 2
-        with store._conn:  # a v2 store's series rows, written as v2 code did
-            store._conn.execute(
-                "INSERT INTO runs VALUES (1, 't', 'local', 'run', 'passed', 1, 1, '', 2, '{}',"
-                " NULL, '{}')"
+    (a query of the store sees it), not only when loaded; on both backends."""
+    build_version_1(store_at)  # run 7, case 0 'A', series 0 's' (ns)
+    with store_at.raw() as db:
+        for pos, (case, name, unit) in enumerate(
+            [("CLK-DUR", "gap_start", "ns"), ("IRQ-SUS", "losses", "count")], 1
+        ):
+            db.execute(
+                "INSERT INTO series VALUES (7, 0, ?, ?, ?, '{}', '', ?, 1, 5, 5, '5', 0, 0,"
+                " NULL, NULL, NULL, NULL)",
+                (pos, case, name, unit),
             )
-            store._conn.execute(
-                "INSERT INTO cases VALUES (1, 0, 'CLK-DUR', '', '{}', 'passed', '0', '')"
-            )
-            for pos, (name, unit) in enumerate(
-                [("gap_start", "ns"), ("tick", "ns"), ("losses", "count")]
-            ):
-                store._conn.execute(
-                    "INSERT INTO series VALUES (1, 0, ?, 'CLK-DUR', ?, '{}', '', ?, '1', '5',"
-                    " '5', '5', '0', '0', NULL, NULL, NULL, NULL)",
-                    (pos, name, unit),
-                )
-    monkeypatch.setattr(schema, "MIGRATIONS", full)
-    with Store(path) as store:
-        assert store.schema_version == len(full)
-        raw = store._conn.execute("SELECT name, kind, attrs FROM series ORDER BY pos").fetchall()
-        assert [tuple(r) for r in raw] == [
-            ("gap_start", "timestamp", "{}"),
-            ("tick", "latency", "{}"),  # the control: a latency stays one
-            ("losses", "count", "{}"),
-        ]
-        assert [s.kind for s in store.load(1).cases[0].series] == ["timestamp", "latency", "count"]
+    with store_at.open() as s:
+        assert s.schema_version == len(schema.MIGRATIONS)
+        kinds = [x.kind for x in s.load(7).cases[0].series]
+    with store_at.raw() as db:
+        raw = db.execute("SELECT name, kind, attrs FROM series WHERE run_id = 7 ORDER BY pos")
+    assert [tuple(r) for r in raw] == [
+        ("s", "latency", "{}"),  # the control: a latency stays one
+        ("gap_start", "timestamp", "{}"),
+        ("losses", "count", "{}"),
+    ]
+    assert kinds == ["latency", "timestamp", "count"]
