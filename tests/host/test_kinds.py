@@ -217,36 +217,58 @@ def test_runs_with_no_series_in_common_are_an_error(tmp_path: Path) -> None:
 # --- analyze (the terminal's analysis tables) ---------------------------------
 
 
-def test_analyze_shows_each_figure_in_its_unit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_analyze_shows_each_figure_in_its_unit(tmp_path: Path) -> None:
+    """`analyze`'s analysis results (its --format json: the same figures as
+    its tables) give each series its kind and unit, and a count, a
+    timestamp and a period no statistic, star or fit."""
     db = tmp_path / "s.sqlite"
     with Store(db) as store:
         store.save(kinded_run(True))
-    monkeypatch.setattr(common.out, "width", 300)  # the width is the reports' business
-    r = CliRunner().invoke(main, ["--db", str(db), "analyze", "1"])
+    r = CliRunner().invoke(main, ["--db", str(db), "analyze", "1", "--format", "json"])
     assert r.exit_code == 0, r.output
-    stats = r.output[r.output.index("Statistics (") : r.output.index("Composite score")]
-    rows = {
-        tuple(cells[:2]): cells
-        for line in stats.splitlines()
-        if "│" in line
-        for cells in [[c.strip() for c in line.strip("│ ").split("│")]]
-    }
-    # case, series, kind, unit, n, min, mean, stddev, p50..p99.99, max, max 3σ
-    assert rows["IRQ-SUS", "losses[period_ns=20000]"][2:7] == ["count", "count", "1", "949", "-"]
-    assert rows["IRQ-SUS", "losses[period_ns=20000]"][-2] == "949"
-    gap = rows["CLK-DUR", "gap_start"]
-    assert gap[2:6] == ["timestamp", "µs", "3", "195366.000"] and set(gap[6:13]) == {"-"}
-    assert rows["CLK-DUR", "tick_period"][2:6] == ["period", "µs", "1", "3999.629"]
-    switch = rows["THR-SW", "switch[n=2]"]
-    assert switch[2:4] == ["latency", "µs"] and "-" not in switch[6:13]  # the control
-    # Stars, scores and fits only for the latency.
-    rating = [line for line in r.output.splitlines() if "★" in line or "☆" in line]
-    assert rating and all("IRQ-SUS" not in line and "CLK-DUR" not in line for line in rating)
-    evt = r.output[r.output.index("Worst case beyond") :]
-    assert "THR-SW" in evt and "IRQ-SUS" not in evt and "CLK-DUR" not in evt
-    assert "growth per task" not in r.output  # one sweep point: no slope
+    doc = json.loads(r.output)
+    stats = {(x["case"], x["name"]): x for x in doc["statistics"]}
+    for key, (kind, unit) in KINDS.items():
+        assert (stats[key]["kind"], stats[key]["unit"]) == (kind, unit), key
+    pct = ("mean", "stddev", "p50", "p90", "p99", "p99.9", "p99.99")
+    for key in NOT_LATENCIES:
+        assert {stats[key][k] for k in pct} == {None}, stats[key]
+    losses = stats["IRQ-SUS", "losses"]
+    assert (losses["shown_unit"], losses["n"], losses["min"], losses["max"]) == (
+        "count",
+        1,
+        949,
+        949,
+    )  # 949 events, never 0.949 µs
+    gap = stats["CLK-DUR", "gap_start"]
+    assert (gap["shown_unit"], gap["min"], gap["max"]) == ("µs", GAP_STARTS[0], GAP_STARTS[-1])
+    assert stats["CLK-DUR", "tick_period"]["max"] == TICK
+    switch = stats["THR-SW", "switch"]  # the control
+    assert switch["kind"] == "latency" and None not in {switch[k] for k in pct}
+    # Stars, fits and slopes only for the latency.
+    assert [x["case"] for x in doc["ratings"]] == ["THR-SW"] and doc["unrated_because"] is None
+    assert {x["case"] for x in doc["worst_case"]} == {"THR-SW"}
+    assert doc["determinism"] == []  # one sweep point: no slope
+    assert doc["composite_score"] is not None
+
+
+def test_compare_command_carries_units_and_no_test_of_a_count(tmp_path: Path) -> None:
+    db = tmp_path / "s.sqlite"
+    with Store(db) as store:
+        store.save(kinded_run(True))
+        store.save(kinded_run(False, losses=10, scale=1.5))
+    r = CliRunner().invoke(main, ["--db", str(db), "compare", "1", "2", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    rows = {(x["case"], x["name"]): x for x in json.loads(r.output)["comparison"]}
+    losses = rows["IRQ-SUS", "losses"]
+    assert (losses["unit"], losses["shown_unit"], losses["run_1"], losses["run_2"]) == (
+        "count",
+        "count",
+        LOSSES,
+        10,
+    )
+    for key in NOT_LATENCIES:
+        assert rows[key]["pvalue"] is None and rows[key]["test"].startswith("none"), rows[key]
 
 
 def test_analyze_of_a_not_realtime_run_has_no_stars(
@@ -262,6 +284,9 @@ def test_analyze_of_a_not_realtime_run_has_no_stars(
     assert "★" not in r.output
     r = CliRunner().invoke(main, ["--db", str(db), "analyze", "2"])
     assert "★" in r.output  # the control
+    r = CliRunner().invoke(main, ["--db", str(db), "analyze", "1", "--format", "json"])
+    doc = json.loads(r.output)
+    assert doc["ratings"] == [] and "not_realtime" in doc["unrated_because"]
 
 
 def test_an_unsupported_only_run_is_not_passed() -> None:

@@ -64,7 +64,7 @@ def _series_row(run: Run, case: str, s: Series, st: Stats) -> Row:
         "shown_unit": sh.unit,
         "n": s.n,
         "min": s.min,
-        "mean": s.mean,
+        "mean": st.mean,  # None where the kind has no mean (a count, a timestamp)
         "stddev": st.stddev,
         "stddev_approx": not st.stddev_exact,
         "max": s.max,
