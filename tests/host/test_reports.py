@@ -200,13 +200,20 @@ def test_not_realtime_is_a_red_banner_at_the_top() -> None:
     assert "NOT REAL-TIME" in render_markdown([run])
 
 
-def test_histogram_chart_per_series_and_series_over_time(run: Run, html: str) -> None:
-    labels = [(c.case, s.label) for c in run.cases for s in c.series]
-    assert len(labels) == 4
-    for case, label in labels:
-        assert f"<title>histogram of {case} {label}</title>" in html
-        assert f"<title>{case} {label} over time</title>" in html
-    assert html.count("<svg") >= 2 * len(labels) + 1  # + the determinism curve
+def test_histogram_chart_per_series_name_and_series_over_time(run: Run, html: str) -> None:
+    names = {(c.case, s.name) for c in run.cases for s in c.series}
+    assert len(names) == 3
+    for case, name in names:
+        assert f"<title>histogram of {case} {name}</title>" in html
+    # the sweep's points on one chart, each max in its legend
+    chart = html[html.index("<title>histogram of THR-SW switch</title>") :]
+    chart = chart[: chart.index("</svg>")]
+    assert "switch[n=2]: max" in chart and "switch[n=5]: max" in chart
+    # one series over time per case (its worst series), not one per series
+    assert html.count(" over time</title>") == len(run.cases) == 3
+    assert html.count("<title>THR-SW switch[") == 1
+    # + the summary's two charts and the determinism curve
+    assert html.count("<svg") == len(names) + 3 + 2 + 1
 
 
 def test_svg_ids_are_unique(html: str) -> None:
@@ -220,7 +227,7 @@ def test_run_without_samples_renders_from_histograms() -> None:
     page = html_report([run])
     for c in run.cases:
         for s in c.series:
-            assert f"<title>histogram of {c.case} {s.label}</title>" in page
+            assert f"<title>histogram of {c.case} {s.name}</title>" in page
     assert "over time</title>" not in page
     assert "histogram only (no raw samples kept)" in page
     assert "≤" in page  # percentiles known to their bucket only, and marked so
@@ -250,8 +257,10 @@ def test_determinism_curve_for_the_sweep(html: str, md: str) -> None:
 
 def test_published_figures_beside_matching_series(run: Run, html: str, md: str) -> None:
     assert figures_for("THR-SW", "switch", {"n": 2})  # the reference data has some
-    assert "Published, other hardware: switch[n=2]" in html
-    assert "Published, other hardware: switch\\[n=2\\]" in md
+    # one box per case, each published row once, beside the series it places
+    assert html.count("Published, other hardware: THR-SW") == 1
+    assert "Published, other hardware: switch" not in html
+    assert "Published, other hardware: THR-SW" in md
     assert "BeagleBoard-xM" in html
 
 

@@ -34,7 +34,7 @@ FloatArray = npt.NDArray[np.float64]
 
 # Series longer than this are drawn as min/max per bucket: a mean or a
 # stride would hide exactly the spikes a latency plot is for.
-MAX_POINTS = 600
+MAX_POINTS = 240
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
 # dict[Any, Any]: matplotlib types the keys as a Literal of every rc name.
 _RC: dict[Any, Any] = {
@@ -48,6 +48,12 @@ _RC: dict[Any, Any] = {
 _ids = itertools.count(1)
 _PATH_DATA = re.compile(r'\bd="[^"]*"')
 _DECIMALS = re.compile(r"(\.\d)\d+")
+_LINETO = re.compile(r"\s*\n\s*L\s+")
+_ATTR = re.compile(r'(\b(?:x|y|x1|x2|y1|y2|width|height|transform|viewBox)=")([^"]*)"')
+_FONT = re.compile(r"font-family: [^;\"]*;? ?")
+_INDENT = re.compile(r"\n[ \t]+")
+_NO_ROTATION = re.compile(r' transform="rotate\(-0 [^"]*\)"')
+_GROUP_ID = re.compile(r'<g id="[^"]*">')
 
 
 @dataclass
@@ -127,17 +133,32 @@ def _figure(width: float = 6.4, height: float = 2.4) -> tuple[Figure, Axes]:
     return fig, fig.add_subplot()
 
 
-def to_svg(fig: Figure, title: str) -> str:
+def to_svg(fig: Figure, title: str, tight: bool = True) -> str:
     """The figure as an SVG element to inline in HTML: no XML prologue, no
-    metadata, ids made unique, an accessible title."""
+    metadata, ids made unique, an accessible title. `tight`: the canvas is
+    cut to what is drawn, so no axis label or legend is clipped."""
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    fig.savefig(
+        buf,
+        format="svg",
+        metadata={"Date": None, "Creator": None},
+        bbox_inches="tight" if tight else None,
+        pad_inches=0.04,
+    )
     svg = buf.getvalue()
     svg = svg[svg.index("<svg") :]
     svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, count=1, flags=re.S)
     # Path coordinates are in points: a tenth of one is finer than a pixel,
-    # and the default six decimals double the size of a report.
-    svg = _PATH_DATA.sub(lambda m: _DECIMALS.sub(r"\1", m.group()), svg)
+    # and the default six decimals double the size of a report; a lineto
+    # after a lineto needs no "L" (SVG repeats the command).
+    svg = _PATH_DATA.sub(lambda m: _LINETO.sub(" ", _DECIMALS.sub(r"\1", m.group())), svg)
+    # The same for positions in other attributes; the font list of every
+    # text element goes to the page's CSS (svg.chart text), indentation away.
+    svg = _ATTR.sub(lambda m: m.group(1) + _DECIMALS.sub(r"\1", m.group(2)) + '"', svg)
+    svg = _FONT.sub("", svg)
+    svg = _INDENT.sub("\n", svg)
+    svg = _NO_ROTATION.sub("", svg)
+    svg = _GROUP_ID.sub("<g>", svg)  # only defs are referenced by id
     prefix = f"c{next(_ids)}-"
     for ident in set(re.findall(r'\bid="([^"]+)"', svg)):
         svg = svg.replace(f'id="{ident}"', f'id="{prefix}{ident}"')
@@ -169,7 +190,7 @@ def _draw_bars(ax: Axes, bars: Sequence[Bar], div: float) -> None:
     ax.set_ylim(bottom=floor)
 
 
-def log_axis(ax: Axes, which: str, minor: bool = True) -> None:
+def log_axis(ax: Axes, which: str, minor: bool = False) -> None:
     """A log scale labelled 1, 10, 100, ... in plain text: the default
     labels are mathtext, which costs more than the rest of a chart."""
     if which == "x":
@@ -191,31 +212,59 @@ def _log_x_if_wide(ax: Axes, lo: float, hi: float) -> None:
         log_axis(ax, "x")
 
 
+def _symmetric_x(ax: Axes, bars: Sequence[Bar], div: float) -> None:
+    """A linear x axis centred on 0, for values of both signs (a deviation
+    from a release time): a log axis would hide the negative half."""
+    reach = max(max(abs(b.lo), abs(b.hi)) for b in bars) / div
+    ax.set_xlim(-reach * 1.05, reach * 1.05)
+    ax.axvline(0, color="#888888", linewidth=0.6)
+
+
 def histogram_svg(s: Series) -> str | None:
     """Counts per bucket on a log scale, the exact max marked."""
-    bars = hist_bars(s)
-    if not bars:
+    return group_svg(s.case, s.name, [s])
+
+
+def group_svg(case: str, name: str, group: Sequence[Series]) -> str | None:
+    """The distributions of one series name of a case, one line per sweep
+    point (fractions of each point's samples when there are several, so
+    points of different n compare), the exact max of each in the legend.
+    Values of both signs get a symmetric linear x axis, positive values
+    spanning decades a log one."""
+    drawn = [(s, hist_bars(s)) for s in group]
+    drawn = [(s, bars) for s, bars in drawn if bars]
+    if not drawn:
         return None
-    div, unit = unit_scale(s.unit)
+    div, unit = unit_scale(drawn[0][0].unit)
+    single = len(drawn) == 1
+    all_bars = [b for _, bars in drawn for b in bars]
+    signed = min(b.lo for b in all_bars) < 0
     with matplotlib.rc_context(_RC):
-        fig, ax = _figure()
-        _draw_bars(ax, bars, div)
-        first = next((b.lo for b in bars if b.lo > 0), 0.0)
-        _log_x_if_wide(ax, first / div, bars[-1].hi / div)
-        if s.max is not None:
-            ax.axvline(s.max / div, color=COLORS[1], linestyle="--", linewidth=0.8)
-            ax.annotate(
-                f"max {s.max / div:.3f}",
-                (s.max / div, 1.0),
-                xycoords=("data", "axes fraction"),
-                ha="right",
-                va="top",
-                color=COLORS[1],
-            )
-        ax.set_xlabel(f"{plain(s.name)} ({unit})")
-        ax.set_ylabel("count (log)")
-        ax.set_title(plain(f"{s.case} {s.label}: distribution, n = {s.n}"), loc="left")
-        return to_svg(fig, f"histogram of {s.case} {s.label}")
+        fig, ax = _figure(height=2.3)
+        for (s, bars), color in zip(drawn, itertools.cycle(COLORS), strict=False):
+            edges, counts = dense(bars)
+            scale = 1.0 if single else 1.0 / max(s.n, 1)
+            label = f"{s.label}: max {s.max / div:.3f}" if s.max is not None else s.label
+            if single:
+                _draw_bars(ax, bars, div)
+            else:
+                ax.stairs(counts * scale, edges / div, color=color, linewidth=1.0)
+            ax.plot([], [], color=color, label=plain(label))
+            if s.max is not None and single:
+                ax.axvline(s.max / div, color=COLORS[1], linestyle="--", linewidth=0.8)
+        if not single:
+            log_axis(ax, "y", minor=False)
+        if signed:
+            _symmetric_x(ax, all_bars, div)
+        else:
+            first = min((b.lo for b in all_bars if b.lo > 0), default=0.0)
+            _log_x_if_wide(ax, first / div, max(b.hi for b in all_bars) / div)
+        ax.set_xlabel(f"{plain(name)} ({unit})")
+        ax.set_ylabel("count (log)" if single else "fraction (log)")
+        ax.legend(frameon=False, fontsize=6.5, loc="upper left", bbox_to_anchor=(1.0, 1.02))
+        n = sum(s.n for s, _ in drawn)
+        ax.set_title(plain(f"{case} {name}: distribution, n = {n}"), loc="left")
+        return to_svg(fig, f"histogram of {case} {name}")
 
 
 def timeseries_svg(s: Series, max_points: int = MAX_POINTS) -> str | None:
@@ -259,8 +308,13 @@ def curve_svg(
             )
         if min(xs) > 0 and max(xs) / min(xs) > 10:
             log_axis(ax, "x")
+        values = [v for _, ys in lines for v in ys if v > 0]
+        if values and max(values) / min(values) > 10:
+            log_axis(ax, "y")  # on a linear axis the max flattens the mean
+            ax.set_ylabel(f"{shown} (log)")
         ax.set_xlabel(plain(key))
-        ax.set_ylabel(shown)
+        if not ax.get_ylabel():
+            ax.set_ylabel(shown)
         ax.legend(frameon=False)
         ax.set_title(plain(title), loc="left")
         return to_svg(fig, title)

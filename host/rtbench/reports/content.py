@@ -26,7 +26,8 @@ from rtbench.reference import ReferenceFigure, figures_for
 from rtbench.reports import charts
 from rtbench.reports.figures import find_series
 from rtbench.reports.jitter import JitterTable, jitter_series, jitter_table
-from rtbench.reports.units import fmt_value
+from rtbench.reports.summary import Summary, summarize
+from rtbench.reports.units import fmt_value, is_latency, unit_of
 
 STAT_COLUMNS = ("n", "min", "mean", "stddev", *PCT_NAMES.values(), "max")
 # Warning codes shown in red: the figures they concern say little or nothing.
@@ -79,6 +80,7 @@ class ReferenceRow:
     os: str
     indicator: str
     figures: str  # "avg 0.6 us · max 6.3 us"
+    series: str = ""  # the run's series it stands beside (one box per case)
 
 
 @dataclass
@@ -117,6 +119,11 @@ class CaseView:
     jitter: list[JitterTable]
     checks: list[Check]
     warnings: list[Warning]
+    references: list[ReferenceRow] = field(default_factory=list)  # one box per case
+    charts: list[str] = field(default_factory=list)  # a histogram per series name
+    timeseries: str | None = None  # of the case's worst latency series
+    headline: str = ""  # the worst max of the case, for its collapsed line
+    histogram_only: bool = False  # some series kept no raw samples
 
 
 @dataclass
@@ -145,6 +152,7 @@ class RunView:
     t_std: float | None
     checks: dict[str, int]  # verdict -> count
     cases: list[CaseView] = field(default_factory=list)
+    summary: Summary | None = None  # the first screen
 
 
 @dataclass
@@ -222,7 +230,7 @@ def _series_view(
 ) -> SeriesView:
     st = series_stats(s, sigma3=c.case in SIGMA3_CASES)
     evt = None
-    if has_all_samples(s):
+    if s.traits.evt and has_all_samples(s):
         assert s.samples is not None
         evt = worst_case(s.samples, EVT_PROBABILITIES)
     view = SeriesView(
@@ -233,12 +241,10 @@ def _series_view(
         flags=_flags(run, s, st),
         rating=next((r for r in ratings if r.case == c.case and r.series == s.label), None),
         scores=[x for x in scores if (x.case, x.series, x.point) == (c.case, s.name, s.point)],
-        references=reference_rows(figures_for(c.case, s.name, dict(s.point))),
+        references=[],  # one box per case: CaseView.references
         evt=evt,
     )
-    if draw:
-        view.histogram = charts.histogram_svg(s)
-        view.timeseries = charts.timeseries_svg(s)
+    del draw  # the charts are per case (`_case_view`), not per series
     return view
 
 
@@ -277,7 +283,7 @@ def _case_view(
 ) -> CaseView:
     units = {s.name: s.unit for s in c.series}
     jitter = [t for t in (jitter_table(s) for s in jitter_series(c)) if t is not None]
-    return CaseView(
+    view = CaseView(
         result=c,
         params=", ".join(f"{k}={v}" for k, v in c.params.items()),
         duration=f"{c.duration_ns / 1e9:.3f} s",
@@ -288,7 +294,38 @@ def _case_view(
         jitter=jitter,
         checks=list(c.checks),
         warnings=_unique(c.warnings),
+        references=case_references(c),
+        histogram_only=any(s.samples is None and s.n for s in c.series),
     )
+    drawable = [s for s in c.series if s.traits.histogram and s.n]
+    latencies = [s for s in drawable if is_latency(s)]
+    worst = max(latencies or drawable, key=lambda s: s.max or 0, default=None)
+    if worst is not None:
+        view.headline = (
+            f"max {fmt_value(worst.max, worst.unit)} {unit_of(worst.unit).unit} ({worst.label})"
+        )
+    if draw:
+        names = list(dict.fromkeys(s.name for s in drawable))
+        found = (charts.group_svg(c.case, n, [s for s in drawable if s.name == n]) for n in names)
+        view.charts = [svg for svg in found if svg]
+        if worst is not None:
+            view.timeseries = charts.timeseries_svg(worst)
+    return view
+
+
+def case_references(c: CaseResult) -> list[ReferenceRow]:
+    """The published figures beside a case's series, each row once with the
+    series it stands beside (IRQ-SUS's twelve points share one row)."""
+    rows: dict[tuple[str, str, str, str], ReferenceRow] = {}
+    for s in c.series:
+        for r in reference_rows(figures_for(c.case, s.name, dict(s.point))):
+            key = (r.dataset, r.os, r.indicator, r.figures)
+            if key in rows:
+                rows[key].series += f", {s.label}"
+            else:
+                r.series = s.label
+                rows[key] = r
+    return list(rows.values())
 
 
 def reference_rows(figures: list[ReferenceFigure]) -> list[ReferenceRow]:
@@ -349,6 +386,7 @@ def run_view(run: Run, *, details: bool = True, draw: bool = True) -> RunView:
         composite=composite_score(run),
         t_std=run.t_std_ns,
         checks=checks,
+        summary=summarize(run, draw=draw),
     )
     if details:
         all_curves = curves(run)
