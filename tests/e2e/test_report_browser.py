@@ -13,6 +13,8 @@ Set RTBENCH_REPORT_SHOTS=DIR to keep the screenshots for a look.
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import re
 import shutil
@@ -21,6 +23,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -76,7 +79,9 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def reports(agent: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+def reports(
+    agent: Path, test_agent: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Path]]:
     """Two real short runs in a temporary store, and the reports of them."""
     d = tmp_path_factory.mktemp("reports")
     db = d / "runs.sqlite"
@@ -100,11 +105,118 @@ def reports(agent: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[d
         f"probe={MUTATING}",
     )
     rtbench("run", "--agent", str(agent), *quick, "--label", "board=second")
-    paths = {"run": d / "run.html", "compare": d / "compare.html", "markdown": d / "run.md"}
+    # a 3 ms busy-wait injected into every SEM-SHF give (the test build),
+    # its stream saved as a board's console would be
+    spike = subprocess.run(
+        [str(test_agent), "--inject", "give_delay=3000000", "CAL-REF:repeats=20",
+         "SEM-SHF:duration_ms=150"],
+        capture_output=True, timeout=120, check=False,
+    )  # fmt: skip
+    (d / "spike.rtb").write_bytes(spike.stdout)
+    paths = {
+        "run": d / "run.html",
+        "compare": d / "compare.html",
+        "markdown": d / "run.md",
+        "spike": d / "spike.html",
+    }
     rtbench("report", "1", "-o", str(paths["run"]))
+    rtbench("report", str(d / "spike.rtb"), "-o", str(paths["spike"]))
     rtbench("report", "1", "2", "-o", str(paths["compare"]))
     rtbench("report", "1", "-o", str(paths["markdown"]))
     yield paths
+
+
+# Measures the laid-out page: injected into a test-only copy (the report's
+# CSP forbids scripts), it writes what it found into the DOM Chromium dumps.
+GEOMETRY = """
+<script>
+window.addEventListener('load', () => {
+  const box = (e) => { const r = e.getBoundingClientRect();
+    return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
+  const first = {};
+  const summary = document.getElementById('summary');
+  first.summary = summary && box(summary);
+  const findings = document.querySelector('ul.findings');
+  first.findings = findings && box(findings);
+  first.charts = [...document.querySelectorAll('#summary svg.chart')].map(box);
+  for (const d of document.querySelectorAll('details')) d.open = true;
+  const clipped = [];
+  for (const svg of document.querySelectorAll('svg.chart')) {
+    const s = svg.getBoundingClientRect();
+    for (const t of svg.querySelectorAll('text')) {
+      const r = t.getBoundingClientRect();
+      if (!t.textContent.trim() || r.width === 0) continue;
+      const out = r.left < s.left - 1 || r.right > s.right + 1
+        || r.top < s.top - 1 || r.bottom > s.bottom + 1;
+      if (out)
+        clipped.push(svg.querySelector('title').textContent + ': ' + t.textContent);
+    }
+  }
+  const pre = document.createElement('pre');
+  pre.id = 'geometry';
+  pre.textContent = JSON.stringify({first, clipped, height: innerHeight,
+    charts: document.querySelectorAll('svg.chart').length});
+  document.body.appendChild(pre);
+});
+</script>
+"""
+
+
+def geometry(path: Path, profile: Path, tmp_path: Path) -> dict[str, Any]:
+    """Element positions of `path` in a 1280x800 window (the first screen)."""
+    page = path.read_text(encoding="utf-8")
+    page = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.replace("</body>", GEOMETRY + "</body>"), encoding="utf-8")
+    proc = chromium(
+        probe.as_uri(), "--window-size=1280,800", "--dump-dom", "--virtual-time-budget=5000",
+        profile=profile,
+    )  # fmt: skip
+    found = re.search(r'<pre id="geometry">(.*?)</pre>', proc.stdout, re.S)
+    assert found, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return cast(dict[str, Any], json.loads(html.unescape(found.group(1))))
+
+
+def test_first_screen_holds_the_summary(
+    reports: dict[str, Path], profile: Path, tmp_path: Path
+) -> None:
+    g = geometry(reports["spike"], profile, tmp_path)
+    first, height = g["first"], g["height"]
+    assert height >= 600  # the viewport of a 1280x800 window, less the browser's own
+    assert first["summary"]["top"] < 250  # right under the header
+    assert first["findings"]["bottom"] < height
+    assert len(first["charts"]) == 2  # the histogram and the exceedance plot
+    for chart in first["charts"]:
+        assert chart["bottom"] <= height, chart  # both whole on the first screen
+        assert chart["right"] - chart["left"] > 300  # and readable, not thumbnails
+    assert g["clipped"] == [], g["clipped"]
+    assert g["charts"] >= 4
+
+
+def test_clipped_label_control(profile: Path, tmp_path: Path) -> None:
+    """The clipping check sees a label that runs out of its chart."""
+    page = tmp_path / "clipped.html"
+    page.write_text(
+        '<!DOCTYPE html><html><body><svg class="chart" width="100" height="40">'
+        '<title>control</title><text x="60" y="20">a label too long for it</text></svg>'
+        "</body></html>"
+    )
+    assert geometry(page, profile, tmp_path)["clipped"] == ["control: a label too long for it"]
+
+
+def test_the_first_screen_names_the_injected_delay(reports: dict[str, Path]) -> None:
+    """A 3 ms busy-wait in every SEM-SHF give (the test build's give_delay):
+    the summary names the case as the worst latency, and both summary
+    charts reach 3 ms."""
+    page = reports["spike"].read_text(encoding="utf-8")
+    start = page.index('id="summary"')
+    screen = page[start : page.index("</section>", start)]
+    found = re.search(r"Worst latency: (\d+)\.\d+ µs in SEM-SHF give_to_run", screen)
+    assert found and int(found.group(1)) >= 3000, screen[:3000]
+    hist = screen[screen.index("<title>latency histogram of the run</title>") :]
+    legend = re.search(r"SEM-SHF give_to_run: max (\d+)\.", hist)
+    assert legend and int(legend.group(1)) >= 3000
+    assert "<title>exceedance plot of the run</title>" in screen
 
 
 def test_console_capture_sees_a_script_error(profile: Path, tmp_path: Path) -> None:

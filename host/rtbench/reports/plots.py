@@ -54,8 +54,11 @@ def _edges(lines: Sequence[Line]) -> FloatArray:
             lows.append(float(s.min))
         else:
             lows.append(1.0)
-    lo = max(min(lows), 1.0)
-    hi = max(max(ln.max for ln in lines), lo * 10) * 1.05
+    lo = max(min(lows), 1.0) / 1.1
+    hi = max(max(ln.max for ln in lines), lo) * 1.1
+    # at least a decade around the data, so the log axes have a labelled tick
+    mid = float(np.sqrt(lo * hi))
+    lo, hi = min(lo, mid / 3.2), max(hi, mid * 3.2)
     return np.geomspace(lo, hi, BINS + 1)
 
 
@@ -98,6 +101,7 @@ def summary_histogram_svg(lines: Sequence[Line]) -> str | None:
         log_axis(ax, "x")
         log_axis(ax, "y", minor=False)
         ax.set_ylim(bottom=0.5)
+        ax.set_xlim(edges[0] / 1000, edges[-1] / 1000)
         worst = lines[0]
         if worst.p99 is not None:
             _mark(ax, worst.p99 / 1000, "p99", "#555555", 0.98)
@@ -149,6 +153,7 @@ def exceedance_svg(lines: Sequence[Line]) -> str | None:
         log_axis(ax, "x")
         log_axis(ax, "y", minor=False)
         ax.set_ylim(floor / 2, 1.5)
+        ax.set_xlim(edges[0] / 1000, edges[-1] / 1000)
         for level, name in ((1e-2, "p99"), (1e-3, "p99.9")):
             if level > floor:
                 ax.axhline(level, color="#888888", linestyle=":", linewidth=0.8)
