@@ -145,3 +145,40 @@ def test_a_case_that_cannot_apply_skips_its_criteria_and_junit_says_so(tmp_path:
     assert suite is not None and suite.get("skipped") == "1"
     skipped = suite.findall("testcase/skipped")
     assert len(skipped) == 1 and "needs real-time priority" in (skipped[0].get("message") or "")
+
+
+def test_criteria_follow_the_series_kind() -> None:
+    """A count is judged as a count: no time bound, score, star or
+    percentile of it; its max is shown as a count, never as µs."""
+    run = build_run([
+        cal_ref(1000),
+        C("IRQ-SUS", [S("losses", [949], {"period_ns": 20000}, kind="count", unit="count")]),
+        C("SEM-SHF", [S("give_to_run", [2 * US] * 100)]),
+    ])  # fmt: skip
+    got = evaluate(run, parse_criteria({
+        "IRQ-SUS.losses.max": {"max": 1000},
+        "IRQ-SUS.losses.p99": {"max": 1000},
+        "IRQ-SUS.losses.score": {"max": 1},
+        "IRQ-SUS.losses.stars": {"min": 1},
+        "SEM-SHF.give_to_run.max": {"max_us": 3},  # the control: a latency
+    }))  # fmt: skip
+    assert [o.verdict for o in got] == ["passed", "error", "error", "error", "passed"]
+    assert got[0].message == "949 count"
+    assert "n, min and max only, no p99" in got[1].message
+    assert "only latencies are scored" in got[2].message
+    assert "only latencies are rated" in got[3].message
+    assert got[4].message == "2.000 µs"
+    (timed,) = evaluate(run, parse_criteria({"IRQ-SUS.losses.max": {"max_us": 1}}))
+    assert timed.verdict == "error" and "a time bound does not apply" in timed.message
+
+
+def test_stars_of_a_not_realtime_run_are_skipped_with_why() -> None:
+    run = build_run([C("SEM-SHF", [S("give_to_run", [2 * US] * 100)])], realtime=False)
+    got = evaluate(run, parse_criteria({"run.stars": {"min": 3}, "SEM-SHF.give_to_run.stars": {
+        "min": 3}}))  # fmt: skip
+    assert [o.verdict for o in got] == ["skipped", "skipped"]
+    assert "no real-time priority" in got[0].message
+    rt = build_run([C("SEM-SHF", [S("give_to_run", [2 * US] * 100)])])
+    assert [o.verdict for o in evaluate(rt, parse_criteria({"run.stars": {"min": 3}}))] == [
+        "passed"
+    ]  # the control

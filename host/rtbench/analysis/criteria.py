@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rtbench.analysis.rating import Rubric, overall_rating, rate_run
+from rtbench.analysis.rating import Rubric, overall_rating, rate_run, unrated_because
 from rtbench.analysis.scores import composite_score
 from rtbench.analysis.stats import INDICATORS, PCT_OF, series_stats
 from rtbench.model import Run, Series, point_key
@@ -170,12 +170,20 @@ def indicator_value(run: Run, c: Criterion, rubric: Rubric | None = None) -> tup
             raise _Missing(f"run {run.id} has no composite score (no T_std or headline case)")
         return comp, ""
     s = find_series(run, c)
+    what = f"{c.case}.{s.label} is a {s.kind}"
+    if s.unit != "ns" and any(b.endswith(("_us", "_ns")) for b in c.bounds):
+        unit = s.unit or "no unit"
+        raise _Missing(f"{what} in {unit}: a time bound does not apply (use min/max)")
     if c.indicator == "stars":
+        if not s.traits.stars:
+            raise _Missing(f"{what}: only latencies are rated")
         rated = [r for r in rate_run(run, rubric) if r.case == c.case and r.series in ("", s.label)]
         if not rated:
             raise _Missing(f"{c.case}.{s.label} is not rated (see the rubric's skip list)")
         return float(min(r.stars for r in rated)), rated[0].reason
     if c.indicator in ("score", "score_max"):
+        if not s.traits.score:
+            raise _Missing(f"{what}: only latencies are scored")
         t_std = run.t_std_ns
         figure = s.mean if c.indicator == "score" else s.max
         if not t_std or figure is None:
@@ -184,6 +192,8 @@ def indicator_value(run: Run, c: Criterion, rubric: Rubric | None = None) -> tup
     st = series_stats(s, sigma3=c.indicator == "max_3sigma")
     value = st.value(c.indicator)
     if value is None:
+        if not s.traits.stats:
+            raise _Missing(f"{what}: it has n, min and max only, no {c.indicator}")
         raise _Missing(f"{c.case}.{s.label} has no {c.indicator} (no samples)")
     note = ""
     if st.is_bounded(c.indicator):
@@ -196,8 +206,20 @@ def _limit(name: str, bound: float) -> float:
     return bound * 1000 if name.endswith("_us") else bound
 
 
-def _fmt(value: float, indicator: str) -> str:
-    return f"{value / 1000:.3f} µs" if indicator in TIME_INDICATORS else f"{value:.4g}"
+def _fmt(value: float, indicator: str, unit: str = "ns") -> str:
+    """A figure in its series' unit: a count's max is a count, never µs."""
+    if indicator in TIME_INDICATORS and unit == "ns":
+        return f"{value / 1000:.3f} µs"
+    return f"{value:.4g}" + (f" {unit}" if unit not in ("", "ns") and indicator != "n" else "")
+
+
+def _unit(run: Run, c: Criterion) -> str:
+    if c.case == "run" or c.indicator in ("stars", "score", "score_max"):
+        return ""
+    try:
+        return find_series(run, c).unit
+    except _Missing:
+        return ""
 
 
 def _judge(c: Criterion, value: float, base: float | None) -> list[str]:
@@ -230,6 +252,9 @@ def _evaluate_one(run: Run, c: Criterion, baseline: Run | None, rubric: Rubric |
     if case is not None and case.outcome in ("skipped", "unsupported"):
         why = case.reason or case.outcome
         return Outcome(c, "skipped", f"{c.case} is {case.outcome} on this system: {why}")
+    not_rated = unrated_because(run) if c.indicator == "stars" else None
+    if not_rated is not None:  # stars say nothing without real-time priority
+        return Outcome(c, "skipped", not_rated)
     try:
         value, note = indicator_value(run, c, rubric)
     except _Missing as e:
@@ -244,9 +269,11 @@ def _evaluate_one(run: Run, c: Criterion, baseline: Run | None, rubric: Rubric |
             return Outcome(c, "error", f"baseline: {e}", value)
     notes = [note] if note else []
     broken = _judge(c, value, base)
-    shown = _fmt(value, c.indicator)
+    unit = _unit(run, c)
+    shown = _fmt(value, c.indicator, unit)
     if base is not None:
-        shown += f" (baseline {_fmt(base, c.indicator)}, ratio {value / base:.3f})" if base else ""
+        was = _fmt(base, c.indicator, unit)
+        shown += f" (baseline {was}, ratio {value / base:.3f})" if base else ""
     if broken:
         return Outcome(c, "failed", f"{shown} breaks " + "; ".join(broken), value, base, notes)
     return Outcome(c, "passed", shown, value, base, notes)
