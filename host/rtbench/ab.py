@@ -316,6 +316,8 @@ def merge_series(parts: list[Series]) -> Series:
         max=max(maxs) if maxs else None,
         sum=sum(s.sum for s in parts),
         dropped=sum(s.dropped for s in parts),
+        kind=first.kind,
+        attrs=dict(first.attrs),
     )
 
 

@@ -38,8 +38,10 @@ CLK_DUR = "CLK-DUR"
 
 
 def kernel_series(
-    case: str, name: str, values: Iterable[int], point: Point | None = None
+    case: str, name: str, values: Iterable[int], point: Point | None = None, kind: str = "latency"
 ) -> Series:
+    """A series read from the kernel trace. Handler run times are durations
+    (rtbench.kinds): what the case measured is rated, not the trace's view."""
     samples = np.fromiter(values, dtype=np.int64)
     n = len(samples)
     return Series(
@@ -52,6 +54,7 @@ def kernel_series(
         min=int(samples.min()) if n else None,
         max=int(samples.max()) if n else None,
         sum=int(samples.sum()) if n else 0,
+        kind=kind,
     )
 
 
@@ -151,11 +154,17 @@ def split_cases(run: Run, pairing: Pairing, capture: Capture, cpu: int) -> None:
         add: list[Series] = []
         if {"irq_vectors:local_timer_entry", "irq_vectors:local_timer_exit"} <= have:
             ticks = timers.within(w, lambda i: i.cpu == cpu)
-            add.append(kernel_series(case.case, "kernel.local_timer", (i.duration for i in ticks)))
+            durations = (i.duration for i in ticks)
+            add.append(kernel_series(case.case, "kernel.local_timer", durations, kind="duration"))
         if {"irq:irq_handler_entry", "irq:irq_handler_exit"} <= have:
             inside = irqs.within(w, lambda i: True)
             add.append(
-                kernel_series(case.case, "kernel.irq", (i.duration for i in inside if i.cpu == cpu))
+                kernel_series(
+                    case.case,
+                    "kernel.irq",
+                    (i.duration for i in inside if i.cpu == cpu),
+                    kind="duration",
+                )
             )
             for c, label in sorted({(i.cpu, i.label) for i in inside}):
                 add.append(
@@ -164,6 +173,7 @@ def split_cases(run: Run, pairing: Pairing, capture: Capture, cpu: int) -> None:
                         "kernel.irq",
                         (i.duration for i in inside if i.cpu == c and i.label == label),
                         {"cpu": c, "irq": label},
+                        kind="duration",
                     )
                 )
         if {"sched:sched_waking", "sched:sched_switch"} <= have:
