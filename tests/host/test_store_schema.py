@@ -456,3 +456,12 @@ def test_a_locked_sqlite_store_is_busy(tmp_path: Path) -> None:
         holder.execute("ROLLBACK")
         holder.close()
         assert store.save(simple_run()) == 1
+
+
+def test_without_the_driver_a_postgresql_store_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delitem(sys.modules, "rtbench.store.postgresql", raising=False)
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if it were not installed
+    with pytest.raises(StoreError, match=r"pip install 'rtbench\[postgresql\]'"):
+        Store("postgresql://lab@db.lab/rtbench")
