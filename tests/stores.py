@@ -73,7 +73,7 @@ def simple_run(**labels: str) -> Run:
 
 
 def writer_run(me: str, i: int) -> Run:
-    """Run `i` of writer `me` (test_store_schema.py's concurrent writers):
+    """Run `i` of writer `me` (test_store_hosts.py's concurrent writers):
     every row of it carries the writer's name and the run's number."""
     tag = f"{me}-{i}"
     cases = [

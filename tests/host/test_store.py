@@ -1,6 +1,6 @@
 """The run store on SQLite and on PostgreSQL alike (the `store_at` fixture):
 round trip, listing, labels, references, deletion (test_store_schema.py:
-locations, migrations, concurrent writers)."""
+locations and migrations; test_store_hosts.py: many hosts at once)."""
 
 from __future__ import annotations
 
