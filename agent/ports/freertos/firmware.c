@@ -53,7 +53,8 @@ static int agent_main(int argc, char **argv)
         {"inject", required_argument, NULL, 'i'},
         {"deadline-slack", required_argument, NULL, 'd'},
         {"load", required_argument, NULL, 'L'},     {"no-pin", no_argument, NULL, 'P'},
-        {"dry-run", no_argument, NULL, 'n'},        {NULL, 0, NULL, 0}};
+        {"dry-run", no_argument, NULL, 'n'},        {"break", required_argument, NULL, 'B'},
+        {"progress", required_argument, NULL, 'G'}, {NULL, 0, NULL, 0}};
     rtb_options opt = RTB_OPTIONS_DEFAULT;
     rtb_plan plan = {0};
     static char err[768];
@@ -70,6 +71,8 @@ static int agent_main(int argc, char **argv)
         case 'd': opt.deadline_slack_ms = strtoll(optarg, NULL, 10); break;
         case 'P': opt.pinned = false; break;
         case 'n': dry_run = true; break;
+        case 'B': opt.break_ns = strtoll(optarg, NULL, 10); break;
+        case 'G': opt.progress_ms = strtoll(optarg, NULL, 10); break;
         case 'L':
             if (strcmp(optarg, "none") != 0) {
                 fprintf(stderr, "rtbench-agent: --load %s: this port runs cases under no "
