@@ -22,8 +22,6 @@ from rtbench.recovery import recover
 from rtbench.store import Store, StoreBusy, StoreError, locate, schema
 from rtbench.stream import StreamWriter, default_hello
 
-
-
 # --- many writers at once ------------------------------------------------
 
 
