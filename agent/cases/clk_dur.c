@@ -289,6 +289,25 @@ static fit detect_one(const dur *d, const int *owner, bool *hit, int64_t *index,
     return best;
 }
 
+/* A second lattice at a period already found is the same source off its
+ * phase: gaps of one source whose wake-ups jitter beyond the tolerance
+ * (a busy host delays them by more than a percent of the period) form it.
+ * Reporting it as another source would name one source twice. */
+static int same_period(const fit *src, int nsrc, double period)
+{
+    for (int k = 0; k < nsrc; k++)
+        if (fabs(src[k].period - period) <= tolerance(src[k].period))
+            return k;
+    return -1;
+}
+
+static void merge(fit *into, const fit *f)
+{
+    uint64_t hits = into->hits + f->hits;
+    into->hits = hits < into->slots ? hits : into->slots; /* one source fills a slot once */
+    into->fresh += f->fresh;
+}
+
 /* Finds up to MAX_SOURCES recurring sources one after the other; owner[i]
  * = the source that claimed gap i, or -1. Its memory is bounded by the
  * gaps recorded (themselves bounded by --max-samples): about 150 bytes a
@@ -306,14 +325,18 @@ static int detect(const dur *d, int *owner, fit *src)
         owner[i] = -1;
     if (!hit || !index || !c || !cnt)
         nsrc = -1;
-    while (nsrc >= 0 && nsrc < MAX_SOURCES) {
+    for (int round = 0; nsrc >= 0 && round < MAX_SOURCES; round++) {
         fit f = detect_one(d, owner, hit, index, c, cnt, max_gaps);
         if (!f.hits)
             break;
+        int k = same_period(src, nsrc, f.period);
+        if (k < 0)
+            src[k = nsrc++] = f;
+        else
+            merge(&src[k], &f);
         for (size_t i = 0; i < d->n; i++)
             if (hit[i] && owner[i] < 0)
-                owner[i] = nsrc;
-        src[nsrc++] = f;
+                owner[i] = k;
     }
     rtb_mem_free(cnt);
     rtb_mem_free(c);
@@ -366,10 +389,10 @@ static size_t describe(char *out, size_t cap, const fit *f, const rtb_hist *h)
 static rtb_result report(rtb_ctx *ctx, dur *d)
 {
     int *owner = rtb_mem_calloc(d->n + 1, sizeof *owner);
-    fit src[MAX_SOURCES];
+    fit *src = rtb_mem_calloc(MAX_SOURCES, sizeof *src); /* the frame is at its limit */
     rtb_series st, so, sg, ss, sp, sr[MAX_SOURCES - 1];
     size_t cap = d->n ? d->n : 1;
-    int ok = owner != NULL;
+    int ok = owner != NULL && src != NULL;
     ok = (rtb_series_init(&st, "tick", cap) == RTB_OK) & ok;
     ok = (rtb_series_init(&so, "other", cap) == RTB_OK) & ok;
     ok = (rtb_series_init(&sg, "gap", cap) == RTB_OK) & ok;
@@ -451,6 +474,7 @@ out:
     rtb_series_free(&sp);
     for (int i = 0; i < MAX_SOURCES - 1; i++)
         rtb_series_free(&sr[i]);
+    rtb_mem_free(src);
     rtb_mem_free(owner);
     return r;
 }
