@@ -186,7 +186,7 @@ static void unroll(rtb_series *s, size_t head)
 typedef struct per {
     rtb_ctx *ctx;
     brk *brk;
-    rtb_sem *done;
+    rtb_sem *done, *go;
     int cpu; /* where this periodic task runs (-1: unpinned) */
     rtb_time start, period, stop_at;
     int64_t cycles, slot, released;
@@ -289,6 +289,7 @@ static void periodic(per *p)
 static void per_main(void *arg)
 {
     per *p = arg;
+    rtb_sem_take(p->go, RTB_FOREVER);
     periodic(p);
     rtb_sem_give(p->done);
 }
@@ -509,7 +510,7 @@ static rtb_result run(rtb_ctx *ctx)
     blocker *b = rtb_mem_calloc(1, sizeof *b);
     brk *k = rtb_mem_calloc(1, sizeof *k);
     rtb_thread *th = rtb_mem_calloc((size_t)np + 1, sizeof *th);
-    rtb_sem done;
+    rtb_sem done, go;
     bool have_done = false;
     int nth = 0, started = 0;
     rtb_result r = RTB_PASSED;
@@ -535,7 +536,13 @@ static rtb_result run(rtb_ctx *ctx)
         r = RTB_ERROR;
         goto out;
     }
-    have_done = true;
+    if (rtb_sem_create(&go, 0) != RTB_OK) {
+        rtb_sem_delete(&done);
+        rtb_emit_check_error(ctx, "buffer", "no semaphore");
+        r = RTB_ERROR;
+        goto out;
+    }
+    have_done = true; /* both */
     rtb_time period = ps[0].period;
     b->period = period;
     b->hold = rtb_param(ctx, "blocker_us") * 1000;
@@ -569,25 +576,13 @@ static rtb_result run(rtb_ctx *ctx)
             goto stop_loads;
         }
     }
-    rtb_time start = rtb_clock_now() + (2 * period > 2000000 ? 2 * period : 2000000);
-    b->start = start;
-    b->stop_at = stop_at;
-    int64_t reach = (stop_at - start) / period;
-    if (reach > cycles)
-        reach = cycles;
-    plan_blocker(b, reach);
     for (int i = 0; i < np; i++) {
         ps[i].brk = k;
         ps[i].done = &done;
-        ps[i].start = start;
+        ps[i].go = &go;
         ps[i].stop_at = stop_at;
     }
     ps[0].b = b;
-    if (b->n && reach > b->n) {
-        rtb_thread_attr a = rtb_attr(ctx, "jit-blocker", 1);
-        a.cpu = ps[0].cpu;
-        nth = rtb_thread_create(&th[np], &a, blocker_main, b) == RTB_OK;
-    }
     for (int i = 0; i < np; i++) {
         rtb_thread_attr a = rtb_attr(ctx, "jit-per", 0);
         a.cpu = ps[i].cpu;
@@ -600,6 +595,25 @@ static rtb_result run(rtb_ctx *ctx)
         }
         started++;
     }
+    /* The schedule starts once every task is in place (they wait on `go`):
+     * creating threads on a busy machine must not make a first release
+     * late before its task even exists. */
+    rtb_time start = rtb_clock_now() + (2 * period > 2000000 ? 2 * period : 2000000);
+    b->start = start;
+    b->stop_at = stop_at;
+    int64_t reach = (stop_at - start) / period;
+    if (reach > cycles)
+        reach = cycles;
+    plan_blocker(b, reach);
+    for (int i = 0; i < np; i++)
+        ps[i].start = start;
+    if (b->n && reach > b->n && started == np) {
+        rtb_thread_attr a = rtb_attr(ctx, "jit-blocker", 1);
+        a.cpu = ps[0].cpu;
+        nth = rtb_thread_create(&th[np], &a, blocker_main, b) == RTB_OK;
+    }
+    for (int i = 0; i < started; i++)
+        rtb_sem_give(&go);
     monitor(ctx, &done, ps, started);
     atomic_store(&b->done, true);
     if (rtb_join_all(ctx, th, started) != RTB_OK)
@@ -655,8 +669,10 @@ stop_loads:
             rtb_emit_series(ctx, &ps[i].dev);
         }
 out:
-    if (have_done)
+    if (have_done) {
+        rtb_sem_delete(&go);
         rtb_sem_delete(&done);
+    }
     /* In reverse order of allocation: an arena takes back its top. */
     for (int i = np - 1; ps && i >= 0; i--)
         free_per(&ps[i]);
