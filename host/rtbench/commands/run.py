@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import click
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from rtbench import catalogue, soak
 from rtbench.ab import load_args
@@ -29,9 +28,9 @@ from rtbench.commands.common import (
 )
 from rtbench.commands.targets import open_transport, resolve_or_fail, target_option
 from rtbench.measure import Measured, StopSignals, measure, plan_for, read_stream, store_run
-from rtbench.reports import live
+from rtbench.reports.progress import RunProgress
 from rtbench.reports.terminal import render_run
-from rtbench.session import Progress as RunProgress
+from rtbench.session import Progress as SessionProgress
 from rtbench.stream import Record, StreamError
 from rtbench.suites import SelectionError, select
 from rtbench.transports import TransportError
@@ -219,35 +218,11 @@ def run(
             save_stream=save_stream,
             store_path=None if no_store else store_path(ctx),
         )
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as bar:
-            task = bar.add_task("starting the agent", total=None)
-            figures: list[str] = []
+        defaults = {cid: c.params for cid, c in known.items()}
+        with RunProgress(plan, defaults, err) as progress:
 
-            def on_record(rec: Record, p: RunProgress) -> None:
-                if rec.kind == "progress":
-                    snap = live.snapshot(rec.body)
-                    if err.is_terminal:
-                        figures[:] = live.table_lines(snap, duration_s)
-                    else:  # piped: one line per interval
-                        err.print(live.one_line(snap, duration_s), highlight=False, soft_wrap=True)
-                elif rec.kind == "end":
-                    figures.clear()
-                bar.update(
-                    task,
-                    description="\n".join(
-                        [
-                            f"{p.case or 'starting'} · case {p.cases_done + 1}"
-                            f"/{len(plan)} · {p.records} records",
-                            *figures,
-                        ]
-                    ),
-                )
+            def on_record(rec: Record, p: SessionProgress) -> None:
+                progress.on_record(rec.kind, rec.body)
 
             try:
                 measured = measure(transport, how, stop, on_record, say)

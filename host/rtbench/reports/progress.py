@@ -1,0 +1,164 @@
+"""Progress of a run while it measures: which case, how far, and when it
+will end.
+
+The estimate of each case comes from its plan: `duration_ms` times the
+sweep's points, else `cycles` or `count` times `period_us`, else a
+second; the agent's own defaults fill what the suite does not set. The
+ETA scales what remains by how the finished cases compared with their
+estimates (a slow machine makes every case slower), so it improves as the
+run goes. On a terminal: a rich progress bar; piped (CI logs): one line
+per finished case, on stderr, so that stdout keeps the results.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    SpinnerColumn,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+FALLBACK_S = 1.0  # a case with no duration in its plan: a count of iterations
+OVERHEAD_S = 0.3  # starting threads, emitting the series
+
+
+class Planned(Protocol):
+    case: str
+    params: dict[str, str]
+
+
+def _values(text: str) -> list[float]:
+    return [float(v) for v in text.split(",") if v.strip()]
+
+
+def expected_s(params: Mapping[str, str], defaults: Sequence[Mapping[str, Any]] = ()) -> float:
+    """Seconds a case is expected to take with these parameters."""
+    merged: dict[str, list[float]] = {}
+    for p in defaults:
+        default = p.get("default")
+        if isinstance(default, list) and default:
+            merged[str(p["name"])] = [float(v) for v in default]
+    for name, text in params.items():
+        try:
+            merged[name] = _values(text)
+        except ValueError:
+            continue
+    points = math.prod(len(v) for k, v in merged.items() if len(v) > 1) or 1
+
+    def one(name: str) -> float | None:
+        v = merged.get(name)
+        return v[0] if v else None
+
+    if (ms := one("duration_ms")) is not None:
+        return ms / 1000 * points + OVERHEAD_S
+    period = one("period_us")
+    for count in ("cycles", "count"):
+        if (c := one(count)) is not None and period is not None:
+            return c * period / 1e6 * points + OVERHEAD_S
+    return FALLBACK_S * points
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(seconds + 0.5))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class RunProgress:
+    """Follows the agent's records (`on_record`) and shows progress on
+    `console`: a live bar on a terminal, else a line per case."""
+
+    def __init__(
+        self, plan: Sequence[Planned], defaults: Mapping[str, Sequence[Any]], console: Console
+    ):
+        self.names = [p.case for p in plan]
+        self.estimates = [expected_s(p.params, defaults.get(p.case, ())) for p in plan]
+        self.console = console
+        self.started = time.monotonic()
+        self.case_started = self.started
+        self.done = 0
+        self.spent_estimate = 0.0
+        self.live = console.is_terminal
+        self.bar: Progress | None = None
+        self.task: Any = None
+
+    @property
+    def total(self) -> float:
+        return sum(self.estimates)
+
+    def eta_s(self, now: float | None = None) -> float:
+        """Seconds left: the remaining estimates, scaled by how long the
+        finished cases took against theirs."""
+        now = time.monotonic() if now is None else now
+        elapsed = now - self.started
+        left = sum(self.estimates[self.done :])
+        if self.spent_estimate > 0:
+            left *= min(max(elapsed / self.spent_estimate, 0.5), 5.0)
+        return left
+
+    def __enter__(self) -> RunProgress:
+        if self.live:
+            self.bar = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TaskProgressColumn(),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self.bar.__enter__()
+            self.task = self.bar.add_task("starting the agent", total=self.total)
+        else:
+            self.console.print(
+                f"rtbench: {len(self.names)} cases, about {_clock(self.total)} (from the plan)",
+                highlight=False,
+            )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+    def begin(self, case: str) -> None:
+        # No clock here: the agent writes a case's records when it can
+        # (never inside a measured section), so a case's time runs from
+        # the previous case's end.
+        if self.bar is not None:
+            i = min(self.done, len(self.names) - 1)
+            self.bar.update(self.task, description=f"{case} · case {i + 1}/{len(self.names)}")
+
+    def end(self, case: str, result: str) -> None:
+        now = time.monotonic()
+        estimate = self.estimates[self.done] if self.done < len(self.estimates) else 0.0
+        self.done += 1
+        self.spent_estimate += estimate
+        took, self.case_started = now - self.case_started, now
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.spent_estimate)
+            return
+        self.console.print(
+            f"[{self.done}/{len(self.names)}] {case} {result} in {took:.1f} s"
+            f" · elapsed {_clock(now - self.started)} · ETA {_clock(self.eta_s(now))}",
+            highlight=False,
+            markup=False,
+        )
+
+    def on_record(self, kind: str, body: Mapping[str, Any]) -> None:
+        if kind == "begin":
+            self.begin(str(body.get("case", "")))
+        elif kind == "end":
+            self.end(str(body.get("case", "")), str(body.get("result", "")))

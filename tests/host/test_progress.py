@@ -1,0 +1,60 @@
+"""Run progress: the per-case estimate from the plan, a line per case with
+an ETA when piped, and the ETA's scaling by how the finished cases went.
+No wall-clock time is asserted: the clock is the test's."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+
+import pytest
+from rich.console import Console
+
+from rtbench.reports import progress as prog
+from rtbench.reports.progress import RunProgress, expected_s
+from rtbench.suites import SUITES
+
+
+@dataclass
+class P:
+    case: str
+    params: dict[str, str] = field(default_factory=dict)
+
+
+SWEEP = [{"name": "n", "default": [2, 5, 10, 128, 1000]}, {"name": "duration_ms", "default": [300]}]
+
+
+def test_estimates_follow_the_plan() -> None:
+    # duration per point times the sweep's points, the agent's defaults filling in
+    assert expected_s({"duration_ms": "30000"}, SWEEP) == 5 * 30 + prog.OVERHEAD_S
+    assert expected_s({"n": "2,10", "duration_ms": "1000"}, SWEEP) == 2 * 1 + prog.OVERHEAD_S
+    assert expected_s({"cycles": "5000", "period_us": "10000"}) == 50 + prog.OVERHEAD_S
+    assert expected_s({"count": "10000", "period_us": "1000"}) == 10 + prog.OVERHEAD_S
+    assert expected_s({"iterations": "10000"}) == prog.FALLBACK_S
+    # the full suite is estimated far longer than the quick one
+    full = sum(expected_s(p) for p in SUITES["full"].values())
+    quick = sum(expected_s(p) for p in SUITES["quick"].values())
+    assert full > 10 * quick
+
+
+def test_piped_prints_a_line_per_case_with_an_eta(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    now = [100.0]
+    monkeypatch.setattr(prog.time, "monotonic", lambda: now[0])
+    buf = io.StringIO()
+    console = Console(file=buf, width=200, force_terminal=False)
+    plan = [P("A", {"duration_ms": "10000"}), P("B", {"duration_ms": "10000"}), P("C")]
+    with RunProgress(plan, {}, console) as rp:
+        assert rp.eta_s() == rp.total  # nothing finished: the plan's estimate
+        rp.on_record("begin", {"case": "A"})
+        now[0] += 2 * rp.estimates[0]  # A takes twice its estimate...
+        rp.on_record("end", {"case": "A", "result": "passed"})
+        # ...so what remains is expected to take twice its estimate too
+        assert rp.eta_s() == pytest.approx(2 * (rp.estimates[1] + rp.estimates[2]))
+        rp.on_record("begin", {"case": "B"})
+        now[0] += 1
+        rp.on_record("end", {"case": "B", "result": "failed"})
+    lines = buf.getvalue().splitlines()
+    assert lines[0].startswith("rtbench: 3 cases, about 0:2")
+    assert lines[1].startswith("[1/3] A passed in 20.6 s · elapsed 0:21 · ETA 0:2")
+    assert lines[2].startswith("[2/3] B failed in 1.0 s")
+    assert len(lines) == 3
