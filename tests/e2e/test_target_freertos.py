@@ -24,7 +24,7 @@ from rtbench.build import ensure_agent, ensure_firmware
 from rtbench.commands.analysis import _units
 from rtbench.measure import measure, plan_for
 from rtbench.model import Run
-from rtbench.reports.content import comparison_view
+from rtbench.reports.comparison import comparison_view
 from rtbench.reports.figures import comparison_table
 from rtbench.reports.tables import print_table
 from rtbench.suites import SUITES, Planned

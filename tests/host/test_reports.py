@@ -456,3 +456,23 @@ def test_render_html_writes_a_file(tmp_path: Path, run: Run) -> None:
     assert path.read_text(encoding="utf-8").rstrip().endswith("</html>")
     with pytest.raises(ValueError):
         html_report([])
+
+
+def test_comparison_leads_with_what_changed_in_the_tested_figure() -> None:
+    a, b = make_run(), make_run(factor=2.0, labels={"kernel": "slow"})
+    b.id = 8
+    page = html_report([a, b])
+    lead = page[page.index('id="changed"') : page.index('id="runs"')]
+    assert page.index('id="changed"') < page.index('id="comparison"')
+    # the max has no test: the lead compares the p99, which the exceedance test compares
+    assert "p99, by the exceedance test" in lead and "The max has no significance test" in lead
+    assert "switch[n=2]" in lead and "give_to_run" in lead and "2.000×" in lead
+    md = render_markdown([a, b])
+    assert md.index("## Changed significantly (p99") < md.index("## Runs")
+    # by the mean, the lead is the mean (Welch's t-test), with no note
+    lead = html_report([a, b], indicator="mean")
+    lead = lead[lead.index('id="changed"') : lead.index('id="runs"')]
+    assert "mean, by the Welch" in lead and "no significance test" not in lead
+    # negative control: a run against itself changes nothing
+    same = html_report([a, make_run()])
+    assert "No series changed significantly in its p99" in same

@@ -7,14 +7,10 @@ so that the HTML and the Markdown report cannot disagree.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
-
-from rtbench import __version__
-from rtbench.analysis.compare import Comparison, Row, compare_runs
 from rtbench.analysis.determinism import Curve, curves
 from rtbench.analysis.evt import EvtResult, worst_case
 from rtbench.analysis.rating import Rating, overall_rating, rate_run
@@ -24,7 +20,6 @@ from rtbench.analysis.stored import hist_note
 from rtbench.model import CaseResult, Check, Run, Series, StreamIssue, Warning, point_key
 from rtbench.reference import ReferenceFigure, figures_for
 from rtbench.reports import charts
-from rtbench.reports.figures import find_series
 from rtbench.reports.jitter import JitterTable, jitter_series, jitter_table
 from rtbench.reports.summary import Summary, summarize
 from rtbench.reports.units import fmt_value, is_latency, unit_of
@@ -153,25 +148,6 @@ class RunView:
     checks: dict[str, int]  # verdict -> count
     cases: list[CaseView] = field(default_factory=list)
     summary: Summary | None = None  # the first screen
-
-
-@dataclass
-class CompareRowView:
-    row: Row
-    unit: str
-    values: list[str]
-    ratios: list[str]
-    pvalue: str
-    chart: str | None = None
-
-
-@dataclass
-class ComparisonView:
-    title: str
-    indicator: str
-    runs: list[RunView]
-    rows: list[CompareRowView]
-    machine_diff: list[tuple[str, list[str]]]  # metadata that differs between runs
 
 
 def _unique(warnings: Iterable[Warning]) -> list[Warning]:
@@ -397,83 +373,3 @@ def run_view(run: Run, *, details: bool = True, draw: bool = True) -> RunView:
             for c in run.cases
         ]
     return view
-
-
-def _ratio(r: float | None) -> str:
-    return "-" if r is None else f"{r:.3f}×"
-
-
-def _pvalue(p: float | None) -> str:
-    return "-" if p is None else (f"{p:.2g}" if p >= 1e-4 else "< 0.0001")
-
-
-def comparison_view(runs: list[Run], indicator: str = "max", draw: bool = True) -> ComparisonView:
-    """Runs side by side: the indicator per run, its ratio to the first run,
-    the distribution-level test, and (HTML) the histograms overlaid."""
-    comparison: Comparison = compare_runs(runs, indicator)
-    names = [run_name(r) for r in runs]
-    rows = []
-    for row in comparison.rows:
-        found = [find_series(r, row.case, row.series, row.point_key) for r in runs]
-        # "n" is a count whatever the series measures
-        unit = "count" if indicator == "n" else next((s.unit for s in found if s), "ns")
-        view = CompareRowView(
-            row=row,
-            unit=charts.unit_scale(unit)[1],
-            values=[
-                why if v is None and why else fmt(v, unit)
-                for v, why in zip(row.values, row.absent, strict=True)
-            ],
-            ratios=[_ratio(r) for r in row.ratios],
-            pvalue=_pvalue(row.pvalue),
-        )
-        named = [(n, s) for n, s in zip(names, found, strict=True) if s is not None]
-        if draw and len(named) > 1:  # one run alone is no comparison
-            view.chart = charts.overlay_svg(f"{row.case} {row.label}", named)
-        rows.append(view)
-    views = [run_view(r, details=False, draw=False) for r in runs]
-    return ComparisonView(
-        title="rtbench comparison: " + " vs ".join(names),
-        indicator=comparison.indicator,
-        runs=views,
-        rows=rows,
-        machine_diff=machine_diff(views),
-    )
-
-
-def machine_diff(views: list[RunView]) -> list[tuple[str, list[str]]]:
-    """The metadata rows (agent hello, host probe) whose values differ
-    between the runs: what changed besides the figures."""
-    tables = [
-        dict([*v.target_rows, *((f"host.{k}", val) for k, val in v.machine_rows)]) for v in views
-    ]
-    keys = list(dict.fromkeys(k for t in tables for k in t))
-    rows = [(k, [t.get(k, "-") for t in tables]) for k in keys]
-    return [(k, vals) for k, vals in rows if len(set(vals)) > 1]
-
-
-# Jinja helpers shared by both renderers.
-FILTERS: dict[str, Callable[..., str]] = {"fmt": fmt, "stars": stars, "pointkey": point_key}
-
-
-def render(runs: list[Run], indicator: str, ext: str, **options: Any) -> str:
-    """A run report for one run, a comparison for more, from the templates
-    run.EXT.j2 / compare.EXT.j2; `options` configure the Jinja environment
-    (escaping), which is what differs between HTML and Markdown."""
-    if not runs:
-        raise ValueError("a report needs at least one run")
-    env = Environment(
-        loader=PackageLoader("rtbench.reports", "templates"),
-        undefined=StrictUndefined,  # a typo in a template fails, not blanks
-        trim_blocks=True,
-        lstrip_blocks=True,
-        **options,
-    )
-    env.filters.update(FILTERS)
-    env.globals.update(version=__version__, severe_codes=SEVERE, columns=STAT_COLUMNS)
-    draw = ext == "html"  # charts are for the HTML report only
-    if len(runs) == 1:
-        view = run_view(runs[0], draw=draw)
-        return env.get_template(f"run.{ext}.j2").render(v=view, title=view.title)
-    cmp = comparison_view(runs, indicator, draw=draw)
-    return env.get_template(f"compare.{ext}.j2").render(v=cmp, title=cmp.title)

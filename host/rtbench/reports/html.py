@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rtbench.model import Run
-from rtbench.reports.content import render
+from rtbench.reports.render import render
 
 
 def html_report(runs: list[Run], indicator: str = "max") -> str:

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from rtbench.model import Run
-from rtbench.reports.content import render
+from rtbench.reports.render import render
 
 # Backslash escapes (CommonMark: any ASCII punctuation) rather than HTML
 # entities, so the text stays readable in a terminal: "\<" cannot open a

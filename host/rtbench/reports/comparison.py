@@ -1,0 +1,123 @@
+"""The comparison report's content: runs side by side, led by what
+changed significantly in the figure its test compares; shared by the HTML
+and the Markdown comparison (rtbench.reports.render)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from rtbench.analysis.compare import Comparison, Row, compare_runs, matching_test
+from rtbench.model import Run
+from rtbench.reports import charts
+from rtbench.reports.content import RunView, fmt, run_name, run_view
+from rtbench.reports.figures import find_series
+
+
+@dataclass
+class CompareRowView:
+    row: Row
+    unit: str
+    values: list[str]
+    ratios: list[str]
+    pvalue: str
+    chart: str | None = None
+
+
+@dataclass
+class ComparisonView:
+    title: str
+    indicator: str
+    runs: list[RunView]
+    rows: list[CompareRowView]
+    machine_diff: list[tuple[str, list[str]]]  # metadata that differs between runs
+    # The lead: series that changed significantly in `lead_indicator`, the
+    # figure its test compares (the indicator asked, or p99 when no test
+    # matches it, as for the max), the largest change first.
+    lead_indicator: str = ""
+    lead_test: str = ""
+    changed: list[CompareRowView] = field(default_factory=list)
+    unchanged: int = 0  # tested rows that did not change significantly
+
+
+def _ratio(r: float | None) -> str:
+    return "-" if r is None else f"{r:.3f}×"
+
+
+def _pvalue(p: float | None) -> str:
+    return "-" if p is None else (f"{p:.2g}" if p >= 1e-4 else "< 0.0001")
+
+
+def comparison_view(runs: list[Run], indicator: str = "max", draw: bool = True) -> ComparisonView:
+    """Runs side by side: the indicator per run, its ratio to the first run,
+    the distribution-level test, and (HTML) the histograms overlaid."""
+    comparison: Comparison = compare_runs(runs, indicator)
+    names = [run_name(r) for r in runs]
+    rows = []
+    for row in comparison.rows:
+        found = [find_series(r, row.case, row.series, row.point_key) for r in runs]
+        # "n" is a count whatever the series measures
+        unit = "count" if indicator == "n" else next((s.unit for s in found if s), "ns")
+        view = CompareRowView(
+            row=row,
+            unit=charts.unit_scale(unit)[1],
+            values=[
+                why if v is None and why else fmt(v, unit)
+                for v, why in zip(row.values, row.absent, strict=True)
+            ],
+            ratios=[_ratio(r) for r in row.ratios],
+            pvalue=_pvalue(row.pvalue),
+        )
+        named = [(n, s) for n, s in zip(names, found, strict=True) if s is not None]
+        if draw and len(named) > 1:  # one run alone is no comparison
+            view.chart = charts.overlay_svg(f"{row.case} {row.label}", named)
+        rows.append(view)
+    views = [run_view(r, details=False, draw=False) for r in runs]
+    cmp = ComparisonView(
+        title="rtbench comparison: " + " vs ".join(names),
+        indicator=comparison.indicator,
+        runs=views,
+        rows=rows,
+        machine_diff=machine_diff(views),
+    )
+    _lead(cmp, comparison, runs)
+    return cmp
+
+
+def _lead(view: ComparisonView, comparison: Comparison, runs: list[Run]) -> None:
+    """What changed significantly, in the figure the test compared."""
+    indicator = comparison.indicator
+    if matching_test(indicator, len(runs)) is None:
+        indicator = "p99"  # the tail, which an exceedance test compares
+        comparison = compare_runs(runs, indicator)
+    view.lead_indicator = indicator
+    view.lead_test = matching_test(indicator, len(runs)) or ""
+    tested = [r for r in comparison.rows if r.pvalue is not None]
+    changed = [r for r in tested if r.significant]
+    view.unchanged = len(tested) - len(changed)
+
+    def size(r: Row) -> float:
+        ratios = [x for x in r.ratios[1:] if x]
+        return max((abs(math.log(x)) for x in ratios), default=0.0)
+
+    for row in sorted(changed, key=size, reverse=True):
+        view.changed.append(
+            CompareRowView(
+                row=row,
+                unit=charts.unit_scale(row.unit)[1],
+                values=[fmt(v, row.unit) for v in row.values],
+                ratios=[_ratio(r) for r in row.ratios],
+                pvalue=_pvalue(row.pvalue),
+            )
+        )
+
+
+def machine_diff(views: list[RunView]) -> list[tuple[str, list[str]]]:
+    """The metadata rows (agent hello, host probe) whose values differ
+    between the runs: what changed besides the figures."""
+    tables = [
+        dict([*v.target_rows, *((f"host.{k}", val) for k, val in v.machine_rows)]) for v in views
+    ]
+    keys = list(dict.fromkeys(k for t in tables for k in t))
+    rows = [(k, [t.get(k, "-") for t in tables]) for k in keys]
+    return [(k, vals) for k, vals in rows if len(set(vals)) > 1]
