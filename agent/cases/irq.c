@@ -6,17 +6,17 @@
 
 const char *irq_source_name(int source)
 {
-    return source == IRQ_TIMER ? "timer" : "signal";
+    return source == IRQ_TIMER ? "timer" : "raised";
 }
 
+/* The port says how (rtb_port_info): the cases never name an OS. */
 const char *irq_mechanism(const rtb_ctx *ctx, int source)
 {
-    bool posix = ctx->port->port && strcmp(ctx->port->port, "posix") == 0;
-    if (source == IRQ_TIMER)
-        return posix ? "POSIX timer (CLOCK_MONOTONIC, SIGEV_THREAD_ID) + SIGRTMIN signal handler"
-                     : "port timer event + handler";
-    return posix ? "tgkill from another thread + SIGRTMIN signal handler"
-                 : "port software-raised event + handler";
+    const char *m = source == IRQ_TIMER ? ctx->port->event_timer : ctx->port->event_raise;
+    if (m[0])
+        return m;
+    return source == IRQ_TIMER ? "port timer event + handler"
+                               : "port software-raised event + handler";
 }
 
 int irq_cpu(const rtb_ctx *ctx)

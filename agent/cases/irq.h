@@ -2,8 +2,10 @@
 /* What the IRQ cases share: where their threads run, how each event source
  * is named, and the two measurement engines (docs/cases.md, "IRQ").
  *
- * The "interrupt" is the port's event: on POSIX a real-time signal whose
- * handler runs on a target thread. Two sources: a periodic timer
+ * The "interrupt" is the port's event (POSIX: a real-time signal whose
+ * handler runs on a target thread; an RTOS: a hardware interrupt). Its
+ * handler calls only the port's interrupt-context functions (port.h). Two
+ * sources: a periodic timer
  * (rtb_event_arm; the event time is the programmed expiry, in the
  * rtb_clock_now() clock) and a software raise from another thread
  * (rtb_event_raise; the event time is the raiser's rtb_ts_now() stamp). */
@@ -12,14 +14,14 @@
 
 #include "../core/rtb.h"
 
-enum { IRQ_TIMER = 0, IRQ_SIGNAL = 1 };
+enum { IRQ_TIMER = 0, IRQ_RAISED = 1 }; /* raised: rtb_event_raise from a thread */
 
 #define IRQ_SOURCE_PARAM                                                                     \
     {.name = "source", .help = "event sources, a list: 0 = periodic timer, 1 = raised by a " \
                                "thread",                                                     \
      .def = {0, 1}, .ndef = 2, .min = 0, .max = 1, .list = true}
 
-/* "timer" / "signal": the prefix of every series name. */
+/* "timer" / "raised": the prefix of every series and check name. */
 const char *irq_source_name(int source);
 /* How the source reaches the handler on this port, for check details. */
 const char *irq_mechanism(const rtb_ctx *ctx, int source);

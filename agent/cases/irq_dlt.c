@@ -2,7 +2,7 @@
 /* IRQ-DLT: dispatch latency, from the handler's last instruction until the
  * interrupted thread runs again. The target spins stamping (irq_spin.c);
  * the handler's last act is its stamp; the sample is the target's first
- * stamp after it. Timer and raised-signal sources alike.
+ * stamp after it. Timer and raised sources alike.
  *
  * Self-test (blocker_us): for random events the handler, after its last
  * stamp, wakes a higher-priority thread on the same CPU that busy-waits D;
@@ -38,7 +38,7 @@ static void handler(void *arg)
     size_t k = irq_spin_enter(d->sp);
     irq_spin_leave(d->sp, k);
     if (d->pick && k < d->npick && d->pick[k])
-        rtb_sem_give(&d->blk);
+        rtb_sem_give_isr(&d->blk);
 }
 
 static void blocker_main(void *arg)
@@ -68,7 +68,7 @@ static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time pe
     }
     rtb_series s;
     size_t cap = count < ctx->opt->max_samples ? count : ctx->opt->max_samples;
-    if (rtb_series_init(&s, source == IRQ_TIMER ? "timer_dispatch" : "signal_dispatch", cap) !=
+    if (rtb_series_init(&s, source == IRQ_TIMER ? "timer_dispatch" : "raised_dispatch", cap) !=
         RTB_OK) {
         rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", cap);
         return RTB_ERROR;

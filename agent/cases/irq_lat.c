@@ -2,10 +2,10 @@
 /* IRQ-LAT: interrupt latency, from the event to the first instruction of
  * its handler, with the handler running on a blocked (idle) thread.
  *
- * Timer source: a periodic timer whose signal goes to the target thread;
+ * Timer source: a periodic timer whose event is handled on the target thread;
  * the event time is the programmed expiry t0 + i * period, in the
- * rtb_clock_now() clock, so the handler stamps with rtb_clock_now() too.
- * Expiries merged into a signal still pending (overruns) have no sample
+ * rtb_clock_now() clock, so the handler stamps with rtb_clock_now_isr().
+ * Expiries merged into an event still pending (overruns) have no sample
  * and are counted as lost. Signal source: a raiser thread stamps with
  * rtb_ts_now() and raises; the handler stamps with rtb_ts_now().
  *
@@ -26,16 +26,16 @@ typedef struct lat {
     int cpu, helpers;
     rtb_event ev;
     rtb_sem ready, done, ack, blk_go;
-    rtb_time *h_ts;  /* handler's first stamp: per handler run (timer), per event (signal) */
-    int64_t *h_ovr;  /* timer: overruns counted up to and including this signal */
-    rtb_time *r_ts;  /* signal: the raiser's stamp */
+    rtb_time *h_ts;  /* handler's first stamp: per handler run (timer), per event (raised) */
+    int64_t *h_ovr;  /* timer: overruns counted up to and including this event */
+    rtb_time *r_ts;  /* raised: the raiser's stamp */
     size_t cap;
     atomic_size_t n;   /* handler runs */
-    atomic_size_t cur; /* signal: the event being raised */
+    atomic_size_t cur; /* raised: the event being raised */
     atomic_bool signalled, finished, ev_ok, abort;
     rtb_time t0, wait_until;
     int rc;
-    size_t raised; /* signal: events raised */
+    size_t raised; /* raised: events raised */
     int raise_rc;
     _Atomic rtb_time blk_until;
     atomic_bool blk_spinning, blk_broken;
@@ -44,20 +44,20 @@ typedef struct lat {
 
 static void on_timer(void *arg)
 {
-    rtb_time t = rtb_clock_now(); /* first: the expiry's own clock */
+    rtb_time t = rtb_clock_now_isr(); /* first: the expiry's own clock */
     lat *x = arg;
     size_t k = atomic_fetch_add_explicit(&x->n, 1, memory_order_relaxed);
-    /* The port has already added this signal's overruns. */
+    /* The port has already added this event's overruns. */
     int64_t o = rtb_event_overruns(&x->ev);
     if (k < x->cap) {
         x->h_ts[k] = t;
         x->h_ovr[k] = o;
     }
     if ((int64_t)k + 1 + o >= (int64_t)x->cfg.count && !atomic_exchange(&x->signalled, true)) {
-        /* Disarm here: with a period shorter than a handler, signals come
+        /* Disarm here: with a period shorter than a handler, events come
          * back to back and the target would never leave its handlers. */
-        rtb_event_arm(&x->ev, 0, 0);
-        rtb_sem_give(&x->done);
+        rtb_event_disarm_isr(&x->ev);
+        rtb_sem_give_isr(&x->done);
     }
     RTB_INJECT_DELAY(RTB_INJ_EVENT_DELAY);
 }
@@ -71,7 +71,7 @@ static void on_raise(void *arg)
     if (i < x->cap && x->h_ts[i] == 0)
         x->h_ts[i] = t;
     RTB_INJECT_DELAY(RTB_INJ_EVENT_DELAY);
-    rtb_sem_give(&x->ack);
+    rtb_sem_give_isr(&x->ack);
 }
 
 static void target_main(void *arg)
@@ -212,9 +212,9 @@ static void analyse_timer(const lat *x, rtb_series *s, irq_lat_out *out)
     size_t n = atomic_load(&x->n), count = x->cfg.count, covered = 0;
     if (n > x->cap)
         n = x->cap;
-    int64_t before = 0; /* overruns of the signals before this one */
+    int64_t before = 0; /* overruns of the events before this one */
     for (size_t k = 0; k < n; k++) {
-        size_t idx = k + (size_t)before; /* the expiry that generated this signal */
+        size_t idx = k + (size_t)before; /* the expiry that generated this event */
         if (idx >= count)
             break;
         rtb_time d = x->h_ts[k] - (x->t0 + (rtb_time)idx * x->cfg.period);
@@ -233,7 +233,7 @@ static void analyse_timer(const lat *x, rtb_series *s, irq_lat_out *out)
     out->missing = count - covered;
 }
 
-static void analyse_signal(const lat *x, rtb_series *s, irq_lat_out *out)
+static void analyse_raised(const lat *x, rtb_series *s, irq_lat_out *out)
 {
     for (size_t i = 0; i < x->raised; i++) {
         if (!x->h_ts[i]) {
@@ -291,7 +291,7 @@ int irq_lat_measure(rtb_ctx *ctx, const irq_lat_cfg *cfg, rtb_series *s, irq_lat
         rtb_warn(ctx, "not_realtime", "the self-test blocker needs real-time priority: off");
         x->cfg.blocker = 0;
     } else if (cfg->blocker > 0 && !timer && other < 0) {
-        rtb_warn(ctx, "blocker", "the blocker of the signal source needs two CPUs: off");
+        rtb_warn(ctx, "blocker", "the blocker of the raised source needs two CPUs: off");
         x->cfg.blocker = 0;
     }
     bool remote = !timer && (cfg->raiser_remote || x->cfg.blocker > 0) && other >= 0;
@@ -330,7 +330,7 @@ int irq_lat_measure(rtb_ctx *ctx, const irq_lat_cfg *cfg, rtb_series *s, irq_lat
         if (timer)
             analyse_timer(x, s, out);
         else
-            analyse_signal(x, s, out);
+            analyse_raised(x, s, out);
     }
     out->blocked = atomic_load(&x->blocked);
     if (timer)
@@ -373,7 +373,7 @@ bool irq_lat_check(rtb_ctx *ctx, const irq_lat_cfg *cfg, const irq_lat_out *out)
                    (long long)out->overruns, out->missing, out->bad);
     if (out->overruns > 0)
         rtb_warn(ctx, "overrun",
-                 "%s: %lld of %zu expiries came while the previous signal was still pending "
+                 "%s: %lld of %zu expiries came while the previous event was still pending "
                  "(a handler later than the period) and have no latency sample",
                  src, (long long)out->overruns, out->events);
     return ok;
@@ -405,12 +405,12 @@ static rtb_result run(rtb_ctx *ctx)
                            .blocker = rtb_param(ctx, "blocker_us") * 1000};
         if (cfg.source == IRQ_TIMER) {
             cfg.period = period;
-            /* The signal source raises back to back: it needs little time. */
+            /* The raised source raises back to back: it needs little time. */
             cfg.count = irq_fit_count(ctx, cfg.count, period);
         }
         rtb_series s;
         size_t cap = cfg.count < ctx->opt->max_samples ? cfg.count : ctx->opt->max_samples;
-        if (rtb_series_init(&s, cfg.source == IRQ_TIMER ? "timer_latency" : "signal_latency",
+        if (rtb_series_init(&s, cfg.source == IRQ_TIMER ? "timer_latency" : "raised_latency",
                             cap) != RTB_OK) {
             rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", cap);
             return RTB_ERROR;
@@ -418,7 +418,7 @@ static rtb_result run(rtb_ctx *ctx)
         irq_lat_out out;
         int rc = irq_lat_measure(ctx, &cfg, &s, &out);
         if (rc != RTB_OK) {
-            rtb_emit_check_error(ctx, cfg.source == IRQ_TIMER ? "timer_delivery" : "signal_delivery",
+            rtb_emit_check_error(ctx, cfg.source == IRQ_TIMER ? "timer_delivery" : "raised_delivery",
                                  "%s could not run (error %d)", irq_mechanism(ctx, cfg.source), rc);
             r = RTB_ERROR;
         } else {

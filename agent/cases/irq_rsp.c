@@ -2,7 +2,7 @@
 /* IRQ-RSP: interrupt response under load. IRQ-LAT's measurement repeated
  * many times at a high rate while background threads on the same CPU, at
  * a lower priority, loop over kernel calls that take locks or run with
- * preemption off (agent/loads, kind "kernel"). The raiser of the signal
+ * preemption off (agent/loads, kind "kernel"). The raiser of the event
  * source sits on another CPU, so the load keeps the measured CPU busy.
  * min / mean / max come from the series. */
 #include "rtb/load.h"
@@ -28,7 +28,7 @@ static rtb_result run_source(rtb_ctx *ctx, irq_lat_cfg *cfg, int nload)
 {
     rtb_series s;
     size_t cap = cfg->count < ctx->opt->max_samples ? cfg->count : ctx->opt->max_samples;
-    if (rtb_series_init(&s, cfg->source == IRQ_TIMER ? "timer_latency" : "signal_latency", cap) !=
+    if (rtb_series_init(&s, cfg->source == IRQ_TIMER ? "timer_latency" : "raised_latency", cap) !=
         RTB_OK) {
         rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", cap);
         return RTB_ERROR;
@@ -53,7 +53,7 @@ static rtb_result run_source(rtb_ctx *ctx, irq_lat_cfg *cfg, int nload)
         r = RTB_ERROR;
     }
     if (rc != RTB_OK) {
-        rtb_emit_check_error(ctx, cfg->source == IRQ_TIMER ? "timer_delivery" : "signal_delivery",
+        rtb_emit_check_error(ctx, cfg->source == IRQ_TIMER ? "timer_delivery" : "raised_delivery",
                              "%s could not run (error %d)", irq_mechanism(ctx, cfg->source), rc);
         r = RTB_ERROR;
     } else {

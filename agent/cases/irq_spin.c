@@ -42,7 +42,7 @@ rtb_time irq_spin_leave(irq_spin *sp, size_t k)
     if (sp->cfg.source == IRQ_TIMER &&
         (int64_t)k + 1 + rtb_event_overruns(&sp->ev) >= (int64_t)sp->cfg.count &&
         !atomic_exchange(&sp->disarmed, true))
-        rtb_event_arm(&sp->ev, 0, 0);
+        rtb_event_disarm_isr(&sp->ev);
     rtb_time t = rtb_ts_now();
     if (k < sp->cap)
         sp->h_end[k] = t;
@@ -204,7 +204,7 @@ int irq_spin_run(irq_spin *sp, irq_spin_out *out)
     rtb_ctx *ctx = sp->ctx;
     memset(out, 0, sizeof *out);
     int other = irq_other_cpu(ctx);
-    sp->has_raiser = sp->cfg.source == IRQ_SIGNAL;
+    sp->has_raiser = sp->cfg.source == IRQ_RAISED;
     bool remote = other >= 0;
     rtb_thread_attr at = irq_attr(ctx, "irq-target", 0, sp->cpu);
     /* Sharing the target's CPU, the raiser must outrank it to run at all. */
@@ -269,7 +269,7 @@ rtb_result irq_spin_sources(rtb_ctx *ctx, irq_spin_source_fn fn)
 
 void irq_spin_run_error(rtb_ctx *ctx, int source, int rc)
 {
-    rtb_emit_check_error(ctx, source == IRQ_TIMER ? "timer_delivery" : "signal_delivery",
+    rtb_emit_check_error(ctx, source == IRQ_TIMER ? "timer_delivery" : "raised_delivery",
                          "%s could not run (error %d)", irq_mechanism(ctx, source), rc);
 }
 
@@ -286,7 +286,7 @@ bool irq_spin_check(rtb_ctx *ctx, int source, size_t count, const irq_spin_out *
                    irq_mechanism(ctx, source), out->where, count, out->handled,
                    (long long)out->overruns, out->missing, out->nested, out->asleep);
     if (out->overruns > 0)
-        rtb_warn(ctx, "overrun", "%s: %lld of %zu expiries came while the previous signal was "
+        rtb_warn(ctx, "overrun", "%s: %lld of %zu expiries came while the previous event was "
                  "still pending", src, (long long)out->overruns, count);
     return ok;
 }

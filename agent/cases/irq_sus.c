@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* IRQ-SUS: maximum sustained interrupt rate. A periodic timer at period P
- * for `count` events, its signal handled on a blocked thread (IRQ-LAT's
- * engine); lost events are expiries merged into a signal still pending
+ * for `count` events, each handled on a blocked thread (IRQ-LAT's
+ * engine); lost events are expiries merged into an event still pending
  * (timer overruns) plus any expiry neither handled nor counted. P is
  * searched downwards: halved from start_period_ns until events are lost,
  * then bisected between the last lossless and the first lossy period;
@@ -14,7 +14,7 @@
  * tried; check failed: the sustained rate is below 1/lossy_period on this
  * machine). A slow machine is a finding, never an error (docs/outcomes.md).
  *
- * Timer only: a raised signal is queued, not merged, so it is never lost
+ * Timer only: a raised event is queued, not merged (POSIX signals), so it is never lost
  * that way, and the raiser's own pace would be what is measured. */
 #include <string.h>
 

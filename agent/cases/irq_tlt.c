@@ -36,7 +36,7 @@ static void handler(void *arg)
     size_t k = irq_spin_enter(x->sp);
     if (k < x->cap)
         x->h_ts[k] = rtb_ts_now();
-    rtb_sem_give(&x->wake);
+    rtb_sem_give_isr(&x->wake);
     irq_spin_leave(x->sp, k);
 }
 
@@ -85,7 +85,7 @@ static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time pe
                         .arg = &x, .on_finish = on_finish};
     x.sp = irq_spin_new(ctx, &cfg);
     if (!x.h_ts || !x.w_ts || !x.sp ||
-        rtb_series_init(&s, source == IRQ_TIMER ? "timer_to_thread" : "signal_to_thread", cap) !=
+        rtb_series_init(&s, source == IRQ_TIMER ? "timer_to_thread" : "raised_to_thread", cap) !=
             RTB_OK) {
         rtb_mem_free(x.h_ts);
         rtb_mem_free(x.w_ts);

@@ -6,7 +6,6 @@
  * scenario with a plain mutex is the case's own negative control: medium
  * must be seen running while high waits, or the method cannot see an
  * inversion and the PI verdict proves nothing. */
-#include <inttypes.h>
 
 #include "../core/rtb.h"
 
@@ -120,8 +119,8 @@ static const char *describe(char *buf, size_t cap, const char *kind, const tally
 {
     snprintf(buf, cap,
              "%s mutex: medium ran while high waited in %d of %d rounds (%d could not be set "
-             "up); high waited up to %" PRId64 " ns",
-             kind, t->inverted, t->rounds - t->invalid, t->invalid, t->max_wait);
+             "up); high waited up to %lld ns",
+             kind, t->inverted, t->rounds - t->invalid, t->invalid, (long long)t->max_wait);
     return buf;
 }
 

@@ -28,7 +28,7 @@ bool rsp_clock_check(rtb_ctx *ctx, rtb_stim *stim, char *reply, size_t cap)
             return false;
         }
         if (strcmp(reply, "p") == 0) {
-            snprintf(cmd, sizeof cmd, "a %" PRId64, (int64_t)rtb_clock_now());
+            snprintf(cmd, sizeof cmd, "a %lld", (long long)rtb_clock_now());
             rtb_stim_send(stim, cmd);
             continue;
         }

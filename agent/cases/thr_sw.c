@@ -93,7 +93,7 @@ static size_t analyse(const sw_log *log, size_t n, uint32_t threads, rtb_series 
     return out_of_turn;
 }
 
-static rtb_result run_point(rtb_ctx *ctx, sw_log *log, uint32_t n, rtb_time duration)
+static rtb_result run_point(rtb_ctx *ctx, sw_log *log, unsigned n, rtb_time duration)
 {
     rtb_thread *th = rtb_mem_calloc(n, sizeof *th);
     sw_thread *args = rtb_mem_calloc(n, sizeof *args);
@@ -112,7 +112,7 @@ static rtb_result run_point(rtb_ctx *ctx, sw_log *log, uint32_t n, rtb_time dura
     rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
     rtb_thread_attr attr = rtb_attr(ctx, "thr-sw", 0);
     attr.stack_size = 64 * 1024;
-    uint32_t created = 0;
+    unsigned created = 0;
     for (; created < n; created++) {
         args[created] = (sw_thread){.log = log, .id = created};
         if (rtb_thread_create(&th[created], &attr, worker, &args[created]) != RTB_OK)

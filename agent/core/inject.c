@@ -35,6 +35,7 @@ static const char *const sites[RTB_INJ_COUNT] = {
     [RTB_INJ_LINE_DELAY] = "line_delay",
     [RTB_INJ_LINE_MUTE] = "line_mute",
     [RTB_INJ_STIM_SKEW] = "stim_skew",
+    [RTB_INJ_SCHED_NOLOCK] = "sched_nolock",
 };
 
 int rtb_inject_set(const char *assignment)
@@ -80,8 +81,8 @@ void rtb_inject_delay(rtb_inject_site site)
         return;
     /* Busy-wait on the measurement clock: a sleep would hand the CPU to
      * another thread and change what is measured. */
-    rtb_time until = rtb_clock_now() + d;
-    while (rtb_clock_now() < until)
+    rtb_time until = rtb_clock_now_isr() + d; /* also in event handlers */
+    while (rtb_clock_now_isr() < until)
         ;
 }
 

@@ -67,6 +67,26 @@ WRAPPED(int, rtb_thread_self_priority, (void))
     return __real_rtb_thread_self_priority();
 }
 
+/* ---- the scheduler lock: one that locks nothing (THR-LOCK's control) ---- */
+
+static atomic_bool nolocked; /* this lock was the broken one: so is its unlock */
+
+WRAPPED(int, rtb_sched_lock, (void))
+{
+    if (RTB_INJECTED(RTB_INJ_SCHED_NOLOCK)) {
+        atomic_store(&nolocked, true);
+        return RTB_OK;
+    }
+    return __real_rtb_sched_lock();
+}
+
+WRAPPED(int, rtb_sched_unlock, (void))
+{
+    if (atomic_exchange(&nolocked, false))
+        return RTB_OK;
+    return __real_rtb_sched_unlock();
+}
+
 /* ---- semaphores: slow, never blocking, or FIFO -------------------------- */
 
 /* A FIFO semaphore (the negative control of SEM-B-REL: wakes waiters in
@@ -247,6 +267,17 @@ WRAPPED(int, rtb_sem_give, (rtb_sem * s))
     RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
     fifo_sem *f = fifo_find(s);
     return f ? fifo_give(f) : __real_rtb_sem_give(s);
+}
+
+/* A FIFO double takes a mutex: fine in a POSIX signal handler that never
+ * interrupts its holder (the cases' handlers run on their own thread), not
+ * in an RTOS interrupt. No known-answer test combines them. */
+WRAPPED(int, rtb_sem_give_isr, (rtb_sem * s))
+{
+    RTB_INJECT_DELAY(RTB_INJ_GIVE_DELAY); /* IRQ-TLT's control: a slow give in the handler */
+    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
+    fifo_sem *f = fifo_find(s);
+    return f ? fifo_give(f) : __real_rtb_sem_give_isr(s);
 }
 
 WRAPPED(int, rtb_sem_take, (rtb_sem * s, rtb_time deadline))

@@ -12,9 +12,17 @@ const rtb_port_info *rtb_port(void)
     static bool ready;
     if (!ready) {
         rtb_port_init(&info);
+        info.loads = RTB_PORT_HAS_LOADS;
         ready = true;
     }
     return &info;
+}
+
+const char *rtb_case_unsupported(const rtb_case *c)
+{
+    if (c->unsupported)
+        return c->unsupported;
+    return c->unsupported_here ? c->unsupported_here(rtb_port()) : NULL;
 }
 
 void rtb_list_cases(FILE *out)
@@ -27,9 +35,10 @@ void rtb_list_cases(FILE *out)
         rtb_json_obj(&j, NULL);
         rtb_json_str(&j, "id", c->id);
         rtb_json_str(&j, "title", c->title);
-        rtb_json_bool(&j, "supported", c->unsupported == NULL);
-        if (c->unsupported)
-            rtb_json_str(&j, "reason", c->unsupported);
+        const char *why = rtb_case_unsupported(c);
+        rtb_json_bool(&j, "supported", why == NULL);
+        if (why)
+            rtb_json_str(&j, "reason", why);
         if (c->tasks)
             rtb_json_str(&j, "tasks", c->tasks);
         rtb_json_arr(&j, "params");

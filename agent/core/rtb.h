@@ -267,7 +267,10 @@ typedef struct rtb_case {
     int nparams;
     /* Returns the case result; writes its own series, checks and warnings. */
     rtb_result (*run)(rtb_ctx *ctx);
-    const char *unsupported; /* non-NULL: why this port cannot run it */
+    const char *unsupported; /* non-NULL: why no port can run it yet */
+    /* Asks the port (e.g. THR-LOCK: a scheduler lock): why this port cannot
+     * run it, or NULL. Optional. */
+    const char *(*unsupported_here)(const rtb_port_info *port);
     /* How long the case means to run with its resolved parameters (ns);
      * the hard deadline is 3x this plus the slack. NULL: its `duration_ms`
      * parameter times its sweep points (0 without one). */
@@ -283,6 +286,8 @@ typedef struct rtb_case {
 extern const rtb_case *const rtb_cases[];
 extern const int rtb_ncases;
 const rtb_case *rtb_case_find(const char *id);
+/* Why the case cannot run on this port, or NULL (static or asked). */
+const char *rtb_case_unsupported(const rtb_case *c);
 
 /* ---- the portable runner (runner.c, plan.c) ---------------------------- */
 
@@ -384,6 +389,7 @@ typedef enum {
     RTB_INJ_LINE_DELAY,    /* RSP-IO: busy-wait in the response path before the output edge */
     RTB_INJ_LINE_MUTE,     /* RSP-IO: the target never answers an edge */
     RTB_INJ_STIM_SKEW,     /* RSP-IO: the stimulator's clock reads NS ahead */
+    RTB_INJ_SCHED_NOLOCK,  /* a broken scheduler lock: rtb_sched_lock locks nothing */
     RTB_INJ_COUNT
 } rtb_inject_site;
 

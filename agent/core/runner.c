@@ -7,6 +7,14 @@
 #include "rtb.h"
 #include "rtb/load.h"
 
+/* Set by the build (agent/CMakeLists.txt); a bare compile has neither. */
+#ifndef RTB_BUILD_FLAGS
+#define RTB_BUILD_FLAGS ""
+#endif
+#ifndef RTB_BUILD_TYPE
+#define RTB_BUILD_TYPE "unknown"
+#endif
+
 /* The watchdog: a top-priority thread that ends the run when a case passes
  * its hard deadline, having written why. The deadline sits under a mutex:
  * a 64-bit atomic needs libatomic on 32-bit targets, which RTOSes lack. */
@@ -139,6 +147,13 @@ static void hello(rtb_stream *s, const rtb_options *o, const rtb_port_info *pi,
     rtb_json_bool(j, "test_hooks", false);
 #endif
     rtb_json_obj_end(j);
+    /* What the port can do (rtb_port_info): event mechanisms, optional parts. */
+    rtb_json_obj(j, "port_info");
+    rtb_json_str(j, "event_timer", pi->event_timer);
+    rtb_json_str(j, "event_raise", pi->event_raise);
+    rtb_json_bool(j, "sched_lock", pi->sched_lock);
+    rtb_json_bool(j, "loads", pi->loads);
+    rtb_json_obj_end(j);
     rtb_json_obj(j, "realtime");
     rtb_json_bool(j, "ok", pi->realtime);
     rtb_json_str(j, "policy", pi->policy);
@@ -268,14 +283,15 @@ static rtb_result run_case(rtb_ctx *ctx, watchdog *wd, const rtb_planned *p,
              (unsigned long long)ctx->stream->seq);
     rtb_result r = RTB_UNSUPPORTED;
     rtb_load *loads[RTB_LOAD_MAX_KINDS] = {0};
-    int lrc = p->c->unsupported || !lp ? RTB_OK : start_loads(ctx, lp, budget, loads);
+    const char *unsupported = rtb_case_unsupported(p->c);
+    int lrc = unsupported || !lp ? RTB_OK : start_loads(ctx, lp, budget, loads);
     rtb_trace_mark(mark);
     rtb_time t0 = ctx->started = rtb_clock_now();
     if (lrc == RTB_ENOTSUP) {
         r = RTB_UNSUPPORTED;
     } else if (lrc != RTB_OK) {
         r = RTB_ERROR;
-    } else if (!p->c->unsupported) {
+    } else if (!unsupported) {
         if (!ctx->port->realtime)
             rtb_warn(ctx, "not_realtime", "%s: figures measured without real-time priority",
                      ctx->port->rt_detail);
@@ -303,7 +319,7 @@ static rtb_result run_case(rtb_ctx *ctx, watchdog *wd, const rtb_planned *p,
     rtb_json_str(j, "case", p->c->id);
     rtb_json_str(j, "result", names[r]);
     rtb_json_i64(j, "duration_ns", rtb_clock_now() - t0);
-    rtb_json_str(j, "reason", p->c->unsupported ? p->c->unsupported
+    rtb_json_str(j, "reason", unsupported ? unsupported
                               : lrc != RTB_OK && lrc != RTB_ENOTSUP
                                   ? "the background load could not start"
                               : r == RTB_SKIPPED || r == RTB_UNSUPPORTED ? ctx->skip_reason

@@ -19,7 +19,7 @@ from rtbench.model import CaseResult, Check
 
 D = 1_000_000  # ns: far above an event's latency here, well below a test's patience
 
-SOURCES = {0: "timer", 1: "signal"}
+SOURCES = {0: "timer", 1: "raised"}
 
 
 def case_of(result, case_id: str) -> CaseResult:  # type: ignore[no-untyped-def]
@@ -40,7 +40,7 @@ def checks(case: CaseResult) -> dict[str, Check]:
 
 def need_cpus(source: int) -> None:
     if source == 1 and (os.cpu_count() or 1) < 2:
-        pytest.skip("the signal source's blocker raises from a second CPU")
+        pytest.skip("the raised source's blocker raises from a second CPU")
 
 
 def held(detail: str) -> int:
@@ -58,7 +58,7 @@ def test_lat_records_source_and_counts_add_up(test_agent: Path, run_agent) -> No
     got = checks(case)
     assert case.outcome == "passed" and r.code == 0
     assert "POSIX timer" in got["timer_delivery"].detail
-    assert "tgkill" in got["signal_delivery"].detail
+    assert "tgkill" in got["raised_delivery"].detail
     for name in SOURCES.values():
         detail = got[f"{name}_delivery"].detail
         events, handled, overruns, missing, bad = (
@@ -67,7 +67,7 @@ def test_lat_records_source_and_counts_add_up(test_agent: Path, run_agent) -> No
         assert events == 500 and missing == 0 and bad == 0
         assert handled + overruns == events  # every event handled or counted as lost
         assert len(samples(case, f"{name}_latency")) == handled
-    assert (samples(case, "signal_latency") > 0).all()
+    assert (samples(case, "raised_latency") > 0).all()
 
 
 @pytest.mark.realtime
@@ -146,7 +146,7 @@ def test_tlt_highest_first_passes_and_fails(test_agent: Path, run_agent) -> None
     good = run_agent(test_agent, ["IRQ-TLT:count=100:period_us=1000"])
     got = checks(case_of(good, "IRQ-TLT"))
     assert got["timer_highest_first"].verdict == "pass"
-    assert got["signal_highest_first"].verdict == "pass"
+    assert got["raised_highest_first"].verdict == "pass"
     # A woken thread no higher than the interrupted one cannot run first.
     bad = run_agent(test_agent, ["IRQ-TLT:source=0:count=100:period_us=1000:waiter_prio=0"])
     case = case_of(bad, "IRQ-TLT")

@@ -63,8 +63,9 @@
 #define RTB_STREAM_BODY_CAP 16384
 #endif
 
-/* 1: the port has background loads (agent/loads); 0: rtb_load_* answer
- * RTB_ENOTSUP and a run that asks for a load is refused. */
+/* 1: the port has background loads (its port.cmake sets RTB_PORT_HAS_LOADS
+ * ON and the build defines this); 0: rtb_load_* answer RTB_ENOTSUP and a
+ * case that needs a load is unsupported. */
 #ifndef RTB_PORT_HAS_LOADS
 #define RTB_PORT_HAS_LOADS 0
 #endif

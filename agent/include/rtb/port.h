@@ -30,7 +30,8 @@ typedef struct { _Alignas(RTB_STORAGE_ALIGN) unsigned char opaque[RTB_QUEUE_STOR
 typedef struct { _Alignas(RTB_STORAGE_ALIGN) unsigned char opaque[RTB_EVENT_STORAGE]; } rtb_event;
 
 typedef void (*rtb_thread_fn)(void *arg);
-/* Runs in interrupt (POSIX: signal) context: only async-signal-safe work. */
+/* Runs in interrupt context (POSIX: a signal handler): it may call only the
+ * functions listed under "interrupt context" below. */
 typedef void (*rtb_event_fn)(void *arg);
 
 typedef struct rtb_thread_attr {
@@ -55,7 +56,9 @@ typedef struct rtb_thread_attr {
 /* ---- system ---------------------------------------------------------- */
 
 /* Once, before anything else: lock memory, probe real-time privilege and
- * fill `info` (identity, CPU, whether real-time scheduling is available). */
+ * fill `info`: identity, CPU, whether real-time scheduling is available, the
+ * mechanisms of the event sources, whether the scheduler can be locked.
+ * (The core sets info->loads itself, from RTB_PORT_HAS_LOADS.) */
 int rtb_port_init(rtb_port_info *info);
 /* The scheduling clock that deadlines and rtb_sleep_until use, in ns. */
 rtb_time rtb_clock_now(void);
@@ -85,6 +88,11 @@ int rtb_thread_join(rtb_thread *t, rtb_time deadline);
 /* Deletes a thread that has not returned (it may never have run, or be
  * blocked) and reclaims it; the RTOS "task delete". */
 int rtb_thread_delete(rtb_thread *t);
+/* Locks the scheduler: no other thread runs on this CPU until the unlock,
+ * interrupts still do (an RTOS task lock: vTaskSuspendAll, k_sched_lock).
+ * RTB_ENOTSUP where the OS has none (rtb_port_info.sched_lock false). */
+int rtb_sched_lock(void);
+int rtb_sched_unlock(void);
 /* Gives the CPU to the next ready thread of the same priority, if any. */
 void rtb_thread_yield(void);
 /* Sets the calling thread's priority (1..RTB_PRIO_MAX) and CPU (-1: keep). */
@@ -135,5 +143,25 @@ int rtb_event_arm(rtb_event *e, rtb_time when, rtb_time period);
 int rtb_event_raise(rtb_event *e);
 /* Events that fired while the previous one was still pending (lost). */
 int64_t rtb_event_overruns(rtb_event *e);
+
+/* ---- interrupt context ------------------------------------------------- */
+
+/* An event handler (rtb_event_fn) may call these and nothing else of the
+ * port or the core, besides reading and writing memory and atomics:
+ *
+ *   rtb_ts_now()               timing.h: reads a counter
+ *   rtb_event_overruns(e)      reads a counter the port keeps
+ *   rtb_clock_now_isr()        the scheduling clock, from interrupt context
+ *   rtb_sem_give_isr(s)        FreeRTOS: xSemaphoreGiveFromISR + yield
+ *   rtb_event_disarm_isr(e)    stops a periodic event from its own handler
+ *
+ * On POSIX (a signal handler) each is its thread-context twin, all of them
+ * async-signal-safe; an RTOS implements them with its FromISR calls and
+ * switches to a thread the give readied when the interrupt returns.
+ * rtb_clock_now_isr must also work from a thread (the fault layer's busy
+ * waits use it in both contexts). */
+rtb_time rtb_clock_now_isr(void);
+int rtb_sem_give_isr(rtb_sem *s);
+int rtb_event_disarm_isr(rtb_event *e);
 
 #endif

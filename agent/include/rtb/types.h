@@ -22,7 +22,7 @@ enum {
 
 /* What the port found at start-up; goes into the `hello` record. */
 typedef struct rtb_port_info {
-    const char *port;     /* "posix" */
+    const char *port;     /* "posix", "freertos" */
     char sysname[72];
     char release[128];
     char version[256];
@@ -40,6 +40,14 @@ typedef struct rtb_port_info {
     char rt_detail[192];  /* why not real-time, when not */
     bool memory_locked;
     char mlock_detail[128];
+    /* How the event sources reach their handler (for check details):
+     * "POSIX timer (CLOCK_MONOTONIC) + real-time signal handler",
+     * "CMSDK TIMER0 interrupt (IRQ 8)". */
+    char event_timer[128]; /* rtb_event_arm */
+    char event_raise[128]; /* rtb_event_raise */
+    bool sched_lock;       /* rtb_sched_lock works (THR-LOCK runs) */
+    char sched_lock_detail[256]; /* why not, when not */
+    bool loads;            /* background loads (set by the core) */
 } rtb_port_info;
 
 #endif

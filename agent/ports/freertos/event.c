@@ -125,6 +125,9 @@ void board_soft_isr(void)
         o->handler(o->arg);
 }
 
+/* A disarm stops the timer and forgets the event: no kernel call. */
+int rtb_event_disarm_isr(rtb_event *e) { return rtb_event_arm(e, 0, 0); }
+
 int64_t rtb_event_overruns(rtb_event *e)
 {
     return atomic_load(&((event_obj *)(void *)e)->overruns);

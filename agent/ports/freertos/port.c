@@ -143,8 +143,16 @@ int rtb_port_init(rtb_port_info *info)
     info->realtime = true;
     snprintf(info->policy, sizeof info->policy, "FreeRTOS fixed priority");
     info->memory_locked = true; /* no paging on a microcontroller */
+    snprintf(info->event_timer, sizeof info->event_timer,
+             "hardware timer interrupt (CMSDK TIMER0, IRQ %d)", BOARD_EVENT_IRQ_TIMER);
+    snprintf(info->event_raise, sizeof info->event_raise,
+             "software-pended interrupt (NVIC STIR, IRQ %d)", BOARD_EVENT_IRQ_SOFT);
+    info->sched_lock = true; /* vTaskSuspendAll */
     return RTB_OK;
 }
+
+/* board_ts_ticks masks interrupts for its read: safe in any context. */
+rtb_time rtb_clock_now_isr(void) { return rtb_clock_now(); }
 
 void rtb_port_abort(int status)
 {
@@ -289,6 +297,18 @@ int rtb_thread_delete(rtb_thread *t)
 
 void rtb_thread_yield(void) { taskYIELD(); }
 
+int rtb_sched_lock(void)
+{
+    vTaskSuspendAll();
+    return RTB_OK;
+}
+
+int rtb_sched_unlock(void)
+{
+    xTaskResumeAll(); /* switches to a thread readied meanwhile */
+    return RTB_OK;
+}
+
 int rtb_thread_self_set(int priority, int cpu)
 {
     if (priority < 1 || priority > RTB_PRIO_MAX || cpu > 0)
@@ -338,6 +358,9 @@ int rtb_sem_give(rtb_sem *s)
     }
     return xSemaphoreGive(h) == pdTRUE ? RTB_OK : RTB_EFAIL;
 }
+
+/* rtb_sem_give already takes the FromISR path inside a handler. */
+int rtb_sem_give_isr(rtb_sem *s) { return rtb_sem_give(s); }
 
 int rtb_sem_take(rtb_sem *s, rtb_time deadline)
 {

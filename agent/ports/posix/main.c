@@ -51,7 +51,7 @@ static void usage(FILE *f)
             "                     sem_noblock, ref_delay, ignore_stop,\n"
             "                     clock_back, clock_skew, sem_fifo, new_prio, op_delay,\n"
             "                     mutex_nopi, event_delay, line_delay, line_mute,\n"
-            "                     stim_skew)\n"
+            "                     stim_skew, sched_nolock)\n"
 #endif
     );
     rtb_load_help(f);

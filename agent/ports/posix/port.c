@@ -91,6 +91,9 @@ rtb_time rtb_clock_now(void)
     return (rtb_time)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* clock_gettime is async-signal-safe. */
+rtb_time rtb_clock_now_isr(void) { return rtb_clock_now(); }
+
 /* ---- system ---------------------------------------------------------- */
 
 static void read_cpu_model(char *out, size_t cap)
@@ -208,6 +211,15 @@ int rtb_port_init(rtb_port_info *info)
     info->cpu_count = n > 0 ? (int)n : 1;
     read_kernel_view(info);
     probe_realtime(info);
+    snprintf(info->event_timer, sizeof info->event_timer,
+             "POSIX timer (CLOCK_MONOTONIC, SIGEV_THREAD_ID) + SIGRTMIN signal handler");
+    snprintf(info->event_raise, sizeof info->event_raise,
+             "tgkill from another thread + SIGRTMIN signal handler");
+    info->sched_lock = false;
+    snprintf(info->sched_lock_detail, sizeof info->sched_lock_detail,
+             "POSIX offers user space no way to disable preemption (no scheduler or task "
+             "lock); a stand-in such as the top SCHED_FIFO priority still lets interrupts "
+             "and the kernel's own threads run, so it would time something else");
     port_realtime = info->realtime;
     /* MCL_FUTURE under a finite RLIMIT_MEMLOCK makes every allocation past
      * the limit fail: lock only what exists then, and say so. */
@@ -374,6 +386,10 @@ int rtb_thread_self_priority(void)
         return 0;
     return policy == SCHED_FIFO || policy == SCHED_RR ? p.sched_priority : 0;
 }
+
+int rtb_sched_lock(void) { return RTB_ENOTSUP; }
+
+int rtb_sched_unlock(void) { return RTB_ENOTSUP; }
 
 void rtb_thread_yield(void)
 {
@@ -633,6 +649,11 @@ int rtb_event_raise(rtb_event *e)
     return syscall(SYS_tgkill, getpid(), p->tid, SIGRTMIN + p->slot) == 0 ? RTB_OK
                                                                            : from_errno(errno);
 }
+
+/* sem_post and timer_settime are async-signal-safe. */
+int rtb_sem_give_isr(rtb_sem *s) { return rtb_sem_give(s); }
+
+int rtb_event_disarm_isr(rtb_event *e) { return rtb_event_arm(e, 0, 0); }
 
 int64_t rtb_event_overruns(rtb_event *e)
 {

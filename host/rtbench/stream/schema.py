@@ -195,6 +195,16 @@ _HELLO = fields(
     build=opt(
         obj(fields(compiler=opt(text), flags=opt(text), type=opt(text), test_hooks=opt(boolean)))
     ),
+    port_info=opt(
+        obj(
+            fields(
+                event_timer=opt(text),
+                event_raise=opt(text),
+                sched_lock=opt(boolean),
+                loads=opt(boolean),
+            )
+        )
+    ),
     realtime=opt(obj(fields(ok=opt(boolean), policy=opt(text), detail=opt(text)))),
     params=opt(any_object),
 )

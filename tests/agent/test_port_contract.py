@@ -1,0 +1,119 @@
+"""The port contract holds for a 32-bit microcontroller: the core and every
+case compile for a Cortex-M3 (arm-none-eabi-gcc, newlib) against a stub
+port configuration with the agent's warnings as errors and its stack-frame
+limit, without a port's own files. The controls show the compiler really
+targets that CPU (no 128-bit integers there) and that the frame limit bites.
+test_cross.py builds and runs the whole armhf agent; the FreeRTOS firmware
+builds the real port."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rtbench.build import agent_source
+
+CC = "arm-none-eabi-gcc"
+# The warnings of agent/CMakeLists.txt (RTB_WARNINGS) and its frame limit.
+FLAGS = [
+    "-mcpu=cortex-m3", "-mthumb", "-std=gnu11", "-O2",
+    "-Wall", "-Wextra", "-Werror", "-Wshadow", "-Wstrict-prototypes", "-Wformat=2",
+    "-Wframe-larger-than=2048",
+]  # fmt: skip
+# A small board: pointers and objects of a 32-bit RTOS, case memory from an
+# arena (no heap needed), a quarter of the histogram buckets.
+STUB_CONFIG = """\
+#define RTB_THREAD_STORAGE 16
+#define RTB_SEM_STORAGE 96
+#define RTB_MUTEX_STORAGE 16
+#define RTB_QUEUE_STORAGE 96
+#define RTB_EVENT_STORAGE 32
+#define RTB_CASE_ARENA (64 * 1024)
+#define RTB_HIST_BUCKETS 512
+"""
+
+
+@pytest.fixture(scope="module")
+def stub(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if shutil.which(CC) is None:
+        pytest.fail(f"no {CC}: install gcc-arm-none-eabi and libnewlib-arm-none-eabi (.ci/run)")
+    d = tmp_path_factory.mktemp("stub-port")
+    (d / "rtb_port_config.h").write_text(STUB_CONFIG)
+    return d
+
+
+def _compile(src: Path, stub: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    agent = agent_source()
+    args = [CC, *FLAGS, *extra, f"-I{agent / 'include'}", f"-I{agent / 'core'}", f"-I{stub}"]
+    return subprocess.run(
+        [*args, "-c", str(src), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _portable_sources() -> list[Path]:
+    agent = agent_source()
+    return sorted([*(agent / "core").glob("*.c"), *(agent / "cases").glob("*.c")])
+
+
+@pytest.mark.parametrize("hooks", [False, True], ids=["release", "test-build"])
+def test_core_and_every_case_compile_for_cortex_m3(stub: Path, tmp_path: Path, hooks: bool) -> None:
+    extra = ["-DRTB_TEST_HOOKS=1"] if hooks else []
+    failed = {}
+    for src in _portable_sources():
+        p = _compile(src, stub, tmp_path / (src.stem + ".o"), *extra)
+        if p.returncode != 0:
+            failed[src.name] = p.stderr[-1500:]
+    assert not failed, "\n".join(f"== {k}\n{v}" for k, v in failed.items())
+    assert len(_portable_sources()) > 30  # core and the case table, not an empty glob
+
+
+def test_the_core_needs_no_64_bit_atomics(stub: Path, tmp_path: Path) -> None:
+    # ARMv7-M has no LDREXD: a 64-bit atomic becomes an __atomic_*_8 call
+    # that a port would have to supply. The core (runner, watchdog, stream)
+    # needs none; cases may (docs/porting.md, rule 12).
+    def wide_atomics(src: Path) -> list[str]:
+        obj = tmp_path / (src.stem + ".o")
+        assert _compile(src, stub, obj, "-DRTB_TEST_HOOKS=1").returncode == 0
+        nm = subprocess.run(
+            ["arm-none-eabi-nm", "-u", str(obj)], capture_output=True, text=True, check=True
+        )
+        return [s for s in nm.stdout.split() if s.startswith("__atomic_") and s.endswith("_8")]
+
+    # The control: a 64-bit atomic is seen.
+    control = tmp_path / "control.c"
+    control.write_text(
+        '#include "rtb.h"\nrtb_time get(_Atomic rtb_time *t);\n'
+        "rtb_time get(_Atomic rtb_time *t) { return atomic_load(t); }\n"
+    )
+    assert wide_atomics(control) == ["__atomic_load_8"]
+    calls = {src.name: w for src in sorted((agent_source() / "core").glob("*.c"))
+             if (w := wide_atomics(src))}  # fmt: skip
+    assert not calls
+
+
+def test_the_compiler_is_a_32_bit_target(stub: Path, tmp_path: Path) -> None:
+    # The control: what the core must not use does not compile here (__int128
+    # was the first thing a 32-bit port tripped over).
+    src = tmp_path / "wide.c"
+    src.write_text('#include "rtb/port.h"\n__int128 wide(rtb_time t) { return t; }\n')
+    p = _compile(src, stub, tmp_path / "wide.o")
+    assert p.returncode != 0 and "__int128" in p.stderr
+
+
+def test_a_large_stack_frame_fails_the_build(stub: Path, tmp_path: Path) -> None:
+    src = tmp_path / "frame.c"
+    src.write_text(
+        '#include "rtb.h"\n'
+        "int sum(void);\n"
+        "int sum(void)\n{\n    volatile int64_t big[512]; /* 4 KiB */\n"
+        "    big[0] = rtb_ts_now();\n    return (int)big[0];\n}\n"
+    )
+    p = _compile(src, stub, tmp_path / "frame.o")
+    assert p.returncode != 0 and "frame size" in p.stderr
