@@ -1,8 +1,9 @@
 """labgrid places as targets, against a real labgrid coordinator and
 exporter started here, exporting two places whose consoles are QEMU guests'
 serial ports (tests/e2e/lab.py): rtbench acquires a place, copies the agent
-over its console, runs cases there, stores them and releases the place;
-killed mid-run (SIGINT, SIGKILL) it leaves the place released.
+over its console, runs cases there, stores them and releases the place; a
+campaign runs both places at once into SQLite and PostgreSQL and reports;
+killed mid-run (SIGINT, SIGKILL) it leaves the places released.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from stores import StoreAt
 
-from rtbench.journal import journal_dir
+from rtbench.campaign import LABEL_CAMPAIGN, LABEL_CELL
 from rtbench.store import Store
 from rtbench.targets import kernels
 
@@ -27,8 +29,6 @@ pytestmark = pytest.mark.e2e
 
 CASES = ["-c", "CAL-REF", "--set", "CAL-REF.repeats=10", "-c", "SYS-CALL",
          "--set", "SYS-CALL.iterations=100"]  # fmt: skip
-# Long enough to be killed inside it, whatever the machine's speed.
-LONG = ["-c", "THR-SW", "--set", "THR-SW.n=2", "--set", "THR-SW.duration_ms=120000"]
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +46,7 @@ def spec(lab: Lab, place: str) -> str:
     return f"labgrid:{place}?coordinator={lab.coordinator}&emulated=yes"
 
 
-def rtbench(
-    db: Path, *args: str, cwd: Path | None = None
-) -> subprocess.Popen[str]:
+def rtbench(db: Path | str, *args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "rtbench.cli", *args],
         cwd=cwd,
@@ -76,41 +74,108 @@ def test_run_on_a_place_stores_and_releases(lab: Lab, tmp_path: Path) -> None:
     assert lab.acquired_by("rtb-a") is None
 
 
-def _wait_for(what: str, check: object, timeout: float) -> None:
+def _wait_for(what: str, check: Callable[[], object], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if check():  # type: ignore[operator]
+        if check():
             return
-        time.sleep(0.3)
-    raise AssertionError(f"{what} within {timeout:.0f} s")
+        time.sleep(0.5)
+    raise AssertionError(f"not {what} within {timeout:.0f} s")
+
+
+def _guards(lab: Lab) -> list[int]:
+    """rtbench's place guards (targets/labgrid_place.py) for this lab."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"rtbench-release" in argv and lab.coordinator.encode() in argv:
+                found.append(int(entry.name))
+    return found
+
+
+def _campaign_file(lab: Lab, folder: Path, cases: list[str], sets: list[str]) -> Path:
+    def strings(items: list[str]) -> str:
+        return "[" + ", ".join(f'"{i}"' for i in items) + "]"
+
+    targets = "".join(
+        f'[[target]]\nname = "{place}"\nspec = "labgrid:{place}"\n'
+        f'coordinator = "{lab.coordinator}"\nemulated = true\n\n'
+        for place in lab.places
+    )
+    path = folder / "lab.toml"
+    path.write_text(
+        f'[campaign]\nname = "lab"\ncases = {strings(cases)}\nset = {strings(sets)}\n\n'
+        + targets
+    )
+    return path
+
+
+def _status(db: str, file: Path) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "rtbench.cli", "campaign", "status", str(file)],
+        env={**os.environ, "RTBENCH_DB": db, "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_campaign_over_two_places(lab: Lab, tmp_path: Path, store_at: StoreAt) -> None:
+    file = _campaign_file(
+        lab, tmp_path, ["CAL-REF", "SYS-CALL"], ["CAL-REF.repeats=10", "SYS-CALL.iterations=100"]
+    )
+    proc = rtbench(store_at.where, "campaign", str(file), cwd=tmp_path)
+    _, err = proc.communicate(timeout=900)
+    assert proc.returncode in (0, 1), err
+    assert "2 places at once" in err
+    with store_at.open() as store:
+        rows = store.list_runs({LABEL_CAMPAIGN: "lab"})
+        runs = [store.load(r.id) for r in rows]
+    assert sorted(r.labels[LABEL_CELL] for r in runs) == ["rtb-a/none/1", "rtb-b/none/1"]
+    for run in runs:
+        assert run.complete and [c.case for c in run.cases] == ["CAL-REF", "SYS-CALL"]
+        assert run.machine["target"]["place"] == run.labels["target"]
+        assert run.machine["target"]["emulated"] is True
+    report = (tmp_path / "lab-report.md").read_text()
+    assert "target=rtb-a, load=none" in report and "target=rtb-b, load=none" in report
+    assert "2 of 2 cells stored" in _status(store_at.where, file)
+    assert lab.acquired_by("rtb-a") is None and lab.acquired_by("rtb-b") is None
+    assert not _guards(lab)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
-def test_killed_rtbench_leaves_the_place_released(
+def test_killed_campaign_leaves_the_places_released(
     lab: Lab, tmp_path: Path, sig: signal.Signals
 ) -> None:
-    db = tmp_path / "runs.sqlite"
-    proc = rtbench(db, "run", "--target", spec(lab, "rtb-b"), *LONG)
+    db = str(tmp_path / "runs.sqlite")
+    # A case that outlasts the wait below: the campaign is killed inside it.
+    file = _campaign_file(lab, tmp_path, ["THR-SW"], ["THR-SW.n=2", "THR-SW.duration_ms=300000"])
+    proc = rtbench(db, "campaign", str(file), cwd=tmp_path)
     try:
-        # Killed once the place is held and the agent runs on it.
-        _wait_for("the place acquired", lambda: lab.acquired_by("rtb-b"), 300)
-        _wait_for("the agent started on the place", lambda: _agent_started(db), 300)
+        _wait_for("both cells running", lambda: "2 running" in _status(db, file), 600)
         proc.send_signal(sig)
-        proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=180)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode == (130 if sig == signal.SIGINT else -signal.SIGKILL)
-    assert lab.wait_released("rtb-b"), "the place stayed acquired"
-    # The place is usable again: another run acquires it.
-    again = rtbench(db, "run", "--target", spec(lab, "rtb-b"), *CASES)
-    _, err = again.communicate(timeout=600)
-    assert again.returncode in (0, 1), err
-    assert lab.acquired_by("rtb-b") is None
-
-
-def _agent_started(db: Path) -> bool:
-    """The run's journal holds the agent's hello (the case is under way)."""
-    folder = journal_dir(db)
-    return folder.is_dir() and any(b" hello " in f.read_bytes() for f in folder.iterdir())
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130, err
+        assert "run the same command again to resume" in err
+        # Released by rtbench itself before it exited.
+        assert lab.acquired_by("rtb-a") is None and lab.acquired_by("rtb-b") is None
+    else:
+        assert proc.returncode == -signal.SIGKILL
+        # Released by the places' guards once rtbench was gone.
+        assert lab.wait_released("rtb-a") and lab.wait_released("rtb-b")
+    _wait_for("the guards gone", lambda: not _guards(lab), 120)
+    # Nothing runs any more, and the interrupted cells are to be run again.
+    status = _status(db, file)
+    assert "0 running" in status and "0 of 2 cells stored" in status, status

@@ -4,20 +4,22 @@ repeated and interleaved, resumable, ending with one comparison report.
 Every cell goes through the one measuring path (`rtbench.measure`), like
 `run` and `ab`: journaled as it arrives, stored with the cell's labels.
 Running the same file again runs only the cells not stored yet (or stored
-as an error); `--status` says which those are.
+as an error); `rtbench campaign status FILE` (or `--status`) says which
+cells are done, running, failed or still to run. The cells of a lab's
+places run at once, one lane per place (`rtbench.campaign_run`).
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from rich.table import Table
 
-from rtbench import catalogue
-from rtbench.ab import load_args, pool
+from rtbench import catalogue, journal
+from rtbench.ab import pool
 from rtbench.campaign import (
     LABEL_CAMPAIGN,
     LABEL_CELL,
@@ -28,6 +30,7 @@ from rtbench.campaign import (
     load_campaign,
     pending,
 )
+from rtbench.campaign_run import CellRunner, lane_cells
 from rtbench.commands.common import (
     EXIT,
     check_output,
@@ -40,11 +43,10 @@ from rtbench.commands.common import (
     store_path,
 )
 from rtbench.io.atomic import OutputError, write_text
-from rtbench.measure import StopSignals, measure, plan_for, store_run
+from rtbench.measure import StopSignals
 from rtbench.model import Run, worst_outcome
-from rtbench.stream import StreamError
 from rtbench.suites import SelectionError, select
-from rtbench.transports import TransportError
+from rtbench.targets import Target
 
 
 def _stored(ctx: click.Context, name: str) -> tuple[dict[str, str], list[int]]:
@@ -59,25 +61,66 @@ def _stored(ctx: click.Context, name: str) -> tuple[dict[str, str], list[int]]:
     return outcome, [r.id for r in rows]
 
 
-def _agent_args(c: Campaign, cell: Cell, plan_args: list[str]) -> list[str]:
-    args = load_args(None if cell.load == "none" else cell.load, None, None, False)
-    if c.no_samples:
-        args.append("--no-samples")
-    return [*args, *plan_args]
+def _running(ctx: click.Context, name: str) -> set[str]:
+    """The cells of `name` an rtbench on this host is measuring now: their
+    journals are held (locked) by a live process. A run on another host is
+    seen once it is stored."""
+    location = store_path(ctx)
+    busy: set[str] = set()
+    for path in journal.candidates(location):
+        try:
+            header = journal.read_header(path)
+        except OSError:
+            continue
+        labels = header.get("labels")
+        if header.get("store", location.key) != location.key or not isinstance(labels, dict):
+            continue
+        if labels.get(LABEL_CAMPAIGN) != name or not labels.get(LABEL_CELL):
+            continue
+        with journal.claimed(path) as free:
+            if not free and path.exists():
+                busy.add(str(labels[LABEL_CELL]))
+    return busy
 
 
-def _status_table(c: Campaign, stored: dict[str, str]) -> Table:
+# A cell's state: its newest stored run's outcome, unless it is running now.
+_STATE = {
+    "passed": "[green]done[/green]",
+    "failed": "[yellow]done: failed[/yellow]",
+    "error": "[red]error[/red]",
+    "running": "[cyan]running[/cyan]",
+}
+
+
+def _status_table(
+    c: Campaign, stored: dict[str, str], running: set[str] | None = None
+) -> Table:
+    running = running or set()
     t = Table(header_style="bold", title=f"campaign {c.name}")
-    for col in ("cell", "target", "spec", "load", "repetition", "stored"):
+    for col in ("cell", "target", "spec", "load", "repetition", "state"):
         t.add_column(col)
-    style = {"passed": "green", "failed": "yellow", "error": "red"}
     for cell in c.cells():
-        got = stored.get(cell.key)
-        shown = f"[{style.get(got, 'white')}]{got}[/]" if got else "[dim]to run[/dim]"
+        got = "running" if cell.key in running else stored.get(cell.key)
+        shown = _STATE.get(got or "", "[dim]to run[/dim]")
         t.add_row(
             cell.key, cell.target.name, cell.target.spec, cell.load, str(cell.repetition), shown
         )
     return t
+
+
+def _status(ctx: click.Context, c: Campaign) -> None:
+    stored, _ = _stored(ctx, c.name)
+    running = _running(ctx, c.name)
+    out.print(_status_table(c, stored, running))
+    cells = c.cells()
+    left = len(pending(c, stored))
+    failed = sum(1 for cell in cells if stored.get(cell.key) == "failed")
+    errors = sum(1 for cell in cells if stored.get(cell.key) == "error")
+    out.print(
+        f"{len(cells) - left} of {len(cells)} cells stored ({failed} failed a check); "
+        f"{len(running & {cell.key for cell in cells})} running, {errors} ended in an error",
+        highlight=False,
+    )
 
 
 def _pooled(c: Campaign, runs: list[Run]) -> list[Run]:
@@ -124,7 +167,7 @@ def _report(ctx: click.Context, c: Campaign, html: Path, md: Path) -> list[Run]:
 
 
 @click.command()
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("words", nargs=-1, required=True, metavar="[status] FILE")
 @click.option(
     "-o",
     "--output",
@@ -133,95 +176,107 @@ def _report(ctx: click.Context, c: Campaign, html: Path, md: Path) -> list[Run]:
     help="The comparison report (HTML; a Markdown copy beside it). "
     "Default: NAME-report.html in this directory.",
 )
-@click.option("--status", is_flag=True, help="Only say which cells are stored and which remain.")
+@click.option(
+    "--status", is_flag=True, help="Only say which cells are done, running, failed or to run."
+)
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Tag every run.")
+# A place's lane: the process a campaign starts per labgrid place (campaign_run.py).
+@click.option("--lane", metavar="TARGET", default=None, hidden=True)
 @click.pass_context
 def campaign(
-    ctx: click.Context, file: Path, output: Path | None, status: bool, labels: tuple[str, ...]
+    ctx: click.Context,
+    words: tuple[str, ...],
+    output: Path | None,
+    status: bool,
+    labels: tuple[str, ...],
+    lane: str | None,
 ) -> None:
     """Run a campaign file: targets x loads x repetitions of the same cases,
-    interleaved; resumable (stored cells are not run again); ends with one
-    comparison report across the targets (examples/rt-vs-generic.toml)."""
+    interleaved (a lab's places at once); resumable (stored cells are not run
+    again); ends with one comparison report across the targets
+    (examples/rt-vs-generic.toml, docs/lab.md). `rtbench campaign status
+    FILE` says which cells are done, running, failed or to run."""
+    if len(words) == 2 and words[0] == "status":
+        status, words = True, words[1:]
+    if len(words) != 1:
+        fail("usage: rtbench campaign FILE, or rtbench campaign status FILE")
+    file = Path(words[0])
     try:
         c = load_campaign(file)
     except CampaignError as e:
         fail(str(e))
     user_labels = parse_labels(labels)
-    stored, _ = _stored(ctx, c.name)
     if status:
-        out.print(_status_table(c, stored))
-        left = len(pending(c, stored))
-        out.print(f"{len(c.cells()) - left} of {len(c.cells())} cells stored", highlight=False)
+        _status(ctx, c)
         sys.exit(0)
+    stored, _ = _stored(ctx, c.name)
     html = output or Path(f"{c.name}-report.html")
     md = html.with_suffix(".md")
     for path in (html, md):
         check_output(path)
-    from rtbench.targets import Target, TargetError, resolve
+    from rtbench.targets import TargetError, resolve
 
     targets: dict[str, Target] = {}
     try:
         for t in c.targets:
             targets[t.name] = resolve(t.spec, dict(t.options), label=t.name)
         known = catalogue.posix_cases()
-        plan = select(
-            c.suite, c.cases, c.overrides, {k.id: k.param_names for k in known.values()}
-        )
+        plan = select(c.suite, c.cases, c.overrides, {k.id: k.param_names for k in known.values()})
     except (TargetError, SelectionError) as e:
         fail(str(e))
     plan_args = [p.agent_arg() for p in plan]
     todo = pending(c, stored)
     total = len(c.cells())
+    if lane is not None:
+        _lane(ctx, c, targets, plan_args, user_labels, lane_cells(todo, lane))
     if todo and len(todo) < total:
         say(f"resuming: {total - len(todo)} of {total} cells are stored already")
-    outcomes: list[str] = []
+    done = 0
+
+    def show(line: str) -> None:
+        nonlocal done
+        if "…" in line:
+            done += 1
+            line = f"[{done}/{len(todo)}] {line}"
+        else:
+            line = f"    {line}"
+        err.print(line, highlight=False)
+
+    def lane_argv(target: str) -> list[str]:
+        db = ["--db", str(ctx.obj["db"])] if ctx.obj.get("db") else []
+        tags = [f"--label={label}" for label in labels]
+        return [sys.executable, "-m", "rtbench.cli", *db, "campaign", str(file),
+                "--lane", target, *tags]  # fmt: skip
+
+    runner = CellRunner(
+        c, targets, plan_args, user_labels, store_path(ctx), say, show, lane_argv
+    )
     with StopSignals(say) as stop:
-        for n, cell in enumerate(todo, 1):
-            target = targets[cell.target.name]
-            err.print(
-                f"[{n}/{len(todo)}] {cell.key}: {cell.target.spec}, load {cell.load} …",
-                highlight=False,
-            )
-            try:
-                # First: a target knows some of its metadata (e.g. the
-                # accelerator QEMU will use) only once its transport exists.
-                transport = target.transport()
-            except (TransportError, OSError) as e:
-                say(f"{cell.key}: cannot reach {cell.target.spec}: {e}")
-                outcomes.append("error")
-                continue
-            how = plan_for(
-                target,
-                _agent_args(c, cell, plan_args),
-                labels={**user_labels, **cell.labels(c.name)},
-                source="campaign",
-                store_path=store_path(ctx),
-            )
-            try:
-                measured = measure(transport, how, stop, None, say)
-            except (TransportError, StreamError, OSError) as e:
-                say(f"{cell.key}: could not measure: {e}")
-                outcomes.append("error")
-                if stop.received is not None:
-                    break
-                continue
-            saved = store_run(measured, say)
-            if saved.error is not None:
-                say(
-                    f"{cell.key}: could not be stored ({saved.error}); stream kept in "
-                    f"{saved.kept}: `rtbench ingest {saved.kept}` stores it"
-                )
-                outcomes.append("error")
-            else:
-                outcomes.append(measured.run.outcome)
-                run = measured.run
-                err.print(
-                    f"    run {saved.run_id}: {run.outcome}, {len(run.cases)} cases",
-                    highlight=False,
-                )
-            if stop.received is not None:
-                break
+        runner.run(todo, stop)
+        outcomes = runner.outcomes
         code = _finish(ctx, c, html, md, stop, outcomes)
+        stop.exiting()
+    sys.exit(code)
+
+
+def _lane(
+    ctx: click.Context,
+    c: Campaign,
+    targets: dict[str, Target],
+    plan_args: list[str],
+    labels: dict[str, str],
+    cells: list[Cell],
+) -> NoReturn:
+    """One place's cells, in order (a lane of a campaign): no report, the
+    campaign that started the lane writes it."""
+
+    def show(line: str) -> None:
+        err.print(f"    {line}", highlight=False)
+
+    runner = CellRunner(c, targets, plan_args, labels, store_path(ctx), say, show)
+    with StopSignals(say) as stop:
+        runner.run(cells, stop)
+        code = stop.exit_code or EXIT.get(worst_outcome(runner.outcomes or ["passed"]), 2)
         stop.exiting()
     sys.exit(code)
 

@@ -30,6 +30,7 @@ Options (query string or targets file):
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import os
@@ -58,6 +59,8 @@ OPTIONS = (
 MIN_LABGRID = 26
 DEFAULT_PROMPT = r"[^\r\n]*[#$] "
 DEFAULT_DIR = "/tmp/rtbench"
+SHELL_TRIES = 3
+SHELL_TIMEOUT_S = 60.0
 COPY_BLOCK = 4096  # bytes per console write while copying the agent
 # How long the copy may take: ~700 KB of base64 at 115200 baud is ~60 s.
 COPY_TIMEOUT_S = 900.0
@@ -218,13 +221,32 @@ class LabgridTarget:
                 console = lg.get_driver("ConsoleProtocol")
                 # Whatever an earlier, killed run left in the foreground ends.
                 console.write(b"\x03\n")
-            lg.get_driver("CommandProtocol")
-        except TargetError:
-            raise
         except Exception as e:
             raise TargetError(
-                f"labgrid place {self.place.name}: no shell ({type(e).__name__}: {e})"
+                f"labgrid place {self.place.name}: no shell ({type(e).__name__}: {_said(e)})"
             ) from None
+        self._shell()
+
+    def _shell(self) -> Any:
+        """The place's shell (CommandProtocol), answering. One that does not
+        answer in time (a slow or busy target, noise on the console) is
+        woken with a Ctrl-C and asked again."""
+        lg = self.lg
+        for attempt in range(1, SHELL_TRIES + 1):
+            try:
+                shell = lg.get_driver("CommandProtocol")
+                shell.run("true", timeout=SHELL_TIMEOUT_S)
+                return shell
+            except Exception as e:
+                if attempt == SHELL_TRIES:
+                    raise TargetError(
+                        f"labgrid place {self.place.name}: its shell does not answer "
+                        f"({SHELL_TRIES} tries; {type(e).__name__}: {_said(e)})"
+                    ) from None
+            with contextlib.suppress(Exception):
+                lg.deactivate(lg.get_driver("CommandProtocol", activate=False))
+                lg.get_driver("ConsoleProtocol").write(b"\x03\n")
+        raise AssertionError("unreachable")
 
     def _drop(self) -> None:
         lg, self.lg = self.lg, None
@@ -245,8 +267,7 @@ class LabgridTarget:
     # The agent on the place.
 
     def _run(self, cmd: str, timeout: float = 60.0) -> list[str]:
-        shell = self.lg.get_driver("CommandProtocol")
-        out, _, code = shell.run(cmd, timeout=timeout)
+        out, _, code = self._shell().run(cmd, timeout=timeout)
         if code != 0:
             raise TargetError(
                 f"labgrid place {self.place.name}: `{cmd[:60]}` failed ({code}): "
@@ -290,7 +311,11 @@ class LabgridTarget:
         console.write(f"stty -echo; head -c {len(text)} >{tmp}; stty echo\n".encode())
         for at in range(0, len(text), COPY_BLOCK):
             console.write(text[at : at + COPY_BLOCK])
-        # The next command runs once `head` has read it all.
+        # The shell's prompt comes back once `head` has read it all (a slow
+        # line takes a while: no command may be typed before).
+        shell = self.lg.get_driver("CommandProtocol")
+        if isinstance(getattr(shell, "prompt", None), str):
+            console.expect(shell.prompt, timeout=COPY_TIMEOUT_S)
         self._run(f"base64 -d {tmp} | gunzip >{new} && rm -f {tmp}", timeout=COPY_TIMEOUT_S)
         self._run(f"chmod 755 {new} && mv -f {new} {shlex.quote(path)}")
 
@@ -305,9 +330,14 @@ class LabgridTarget:
                 raise
             except Exception as e:
                 raise TargetError(
-                    f"labgrid place {self.place.name}: {type(e).__name__}: {e}"
+                    f"labgrid place {self.place.name}: {type(e).__name__}: {_said(e)}"
                 ) from None
         return ConsoleTransport(console, shlex.quote(path), self.name, self.samples, self.wait)
+
+
+def _said(e: BaseException) -> str:
+    """An exception's first line (pexpect's carry their whole state)."""
+    return (str(e).strip().splitlines() or [""])[0][:200]
 
 
 def _role_for(targets: dict[str, Any], place: str) -> str | None:

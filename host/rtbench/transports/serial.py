@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import threading
 import time
 from collections.abc import Iterator
 
@@ -95,9 +94,6 @@ class SerialTransport:
         self.name = name or f"serial://{port}"
         self.idle_timeout: float | None = None
         self.status: int | None = None
-        # Set from another thread to end the run as a Ctrl-C would (a
-        # campaign that runs several places at once and is interrupted).
-        self.cancel: threading.Event | None = None
         self._ser: serial.Serial | None = None
         self._noise: list[str] = []
         self._ended = False
@@ -164,8 +160,6 @@ class SerialTransport:
         # not keep a hung agent's run alive.
         last = time.monotonic()
         while True:
-            if self.cancel is not None and self.cancel.is_set():
-                raise KeyboardInterrupt
             buf += self._read()
             now = time.monotonic()
             for line in _complete_lines(buf):
