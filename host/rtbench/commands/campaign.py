@@ -152,9 +152,15 @@ def _report(ctx: click.Context, c: Campaign, html: Path, md: Path) -> list[Run]:
     with open_store(ctx) as store:
         ids = [r.id for r in store.list_runs({LABEL_CAMPAIGN: c.name})]
         runs = [store.load(i) for i in ids]
-    columns = _pooled(c, runs)
+    pooled = _pooled(c, runs)
+    # A column whose runs were all cut short before a series (an interrupted
+    # cell) has nothing to set beside the others; it is run again on resume.
+    columns = [col for col in pooled if any(case.series for case in col.cases)]
+    if len(columns) < len(pooled):
+        say(f"{len(pooled) - len(columns)} columns have no series yet: left out of the report")
     if len(columns) < 1:
         return columns
+    from rtbench.analysis.compare import NothingInCommon
     from rtbench.reports.html import html_report
     from rtbench.reports.markdown import render_markdown
 
@@ -163,6 +169,9 @@ def _report(ctx: click.Context, c: Campaign, html: Path, md: Path) -> list[Run]:
         write_text(md, render_markdown(columns, "max"))
     except OutputError as e:
         fail(str(e))
+    except NothingInCommon as e:
+        say(f"no comparison report: {e}")
+        return []
     return columns
 
 
