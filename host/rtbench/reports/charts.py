@@ -249,7 +249,8 @@ def group_svg(case: str, name: str, group: Sequence[Series]) -> str | None:
                 _draw_bars(ax, bars, div)
             else:
                 ax.stairs(counts * scale, edges / div, color=color, linewidth=1.0)
-            ax.plot([], [], color=color, label=plain(label))
+            if not single:
+                ax.plot([], [], color=color, label=plain(label))
             if s.max is not None and single:
                 ax.axvline(s.max / div, color=COLORS[1], linestyle="--", linewidth=0.8)
         if not single:
@@ -261,9 +262,14 @@ def group_svg(case: str, name: str, group: Sequence[Series]) -> str | None:
             _log_x_if_wide(ax, first / div, max(b.hi for b in all_bars) / div)
         ax.set_xlabel(f"{plain(name)} ({unit})")
         ax.set_ylabel("count (log)" if single else "fraction (log)")
-        ax.legend(frameon=False, fontsize=6.5, loc="upper left", bbox_to_anchor=(1.0, 1.02))
         n = sum(s.n for s, _ in drawn)
-        ax.set_title(plain(f"{case} {name}: distribution, n = {n}"), loc="left")
+        title = f"{case} {name}: distribution, n = {n}"
+        if single:  # the max in the title: a legend of one would widen the chart
+            top = drawn[0][0].max
+            title += f", max {top / div:.3f} {unit}" if top is not None else ""
+        else:
+            ax.legend(frameon=False, fontsize=6.5, loc="upper left", bbox_to_anchor=(1.0, 1.02))
+        ax.set_title(plain(title), loc="left")
         return to_svg(fig, f"histogram of {case} {name}")
 
 

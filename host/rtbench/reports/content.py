@@ -115,6 +115,7 @@ class CaseView:
     checks: list[Check]
     warnings: list[Warning]
     references: list[ReferenceRow] = field(default_factory=list)  # one box per case
+    sources: list[tuple[str, str]] = field(default_factory=list)  # (dataset, publication)
     charts: list[str] = field(default_factory=list)  # a histogram per series name
     timeseries: str | None = None  # of the case's worst latency series
     headline: str = ""  # the worst max of the case, for its collapsed line
@@ -270,9 +271,11 @@ def _case_view(
         jitter=jitter,
         checks=list(c.checks),
         warnings=_unique(c.warnings),
-        references=case_references(c),
+        references=case_references(c, jitter_shown=bool(jitter)),
         histogram_only=any(s.samples is None and s.n for s in c.series),
     )
+    sources = {r.dataset: f"{r.source} ({r.hardware})" for r in view.references}
+    view.sources = sorted(sources.items())
     drawable = [s for s in c.series if s.traits.histogram and s.n]
     latencies = [s for s in drawable if is_latency(s)]
     worst = max(latencies or drawable, key=lambda s: s.max or 0, default=None)
@@ -289,12 +292,15 @@ def _case_view(
     return view
 
 
-def case_references(c: CaseResult) -> list[ReferenceRow]:
+def case_references(c: CaseResult, jitter_shown: bool = False) -> list[ReferenceRow]:
     """The published figures beside a case's series, each row once with the
-    series it stands beside (IRQ-SUS's twelve points share one row)."""
+    series it stands beside (IRQ-SUS's twelve points share one row); the
+    published jitter bins are left to the jitter table when it is shown."""
     rows: dict[tuple[str, str, str, str], ReferenceRow] = {}
     for s in c.series:
         for r in reference_rows(figures_for(c.case, s.name, dict(s.point))):
+            if jitter_shown and r.indicator.startswith("jitter "):
+                continue
             key = (r.dataset, r.os, r.indicator, r.figures)
             if key in rows:
                 rows[key].series += f", {s.label}"
