@@ -41,6 +41,7 @@ BEHAVIOUR = {
     "THR-B-NEW": {"lower_waits", "equal_tail", "equal_runs_on_yield", "higher_preempts"},
     "SEM-B-LCK": {"take_until_zero", "give_increments", "blocks_at_zero", "give_wakes_waiter",
                   "waiter_consumes"},
+    "THR-LOCK": {"lock_holds"},  # vTaskSuspendAll: a scheduler lock POSIX has not
 }  # fmt: skip
 
 pytestmark = pytest.mark.skipif(
@@ -156,13 +157,15 @@ def test_a_run_stopped_mid_case_ends_qemu(firmware: Path) -> None:
 
 
 def test_linux_and_freertos_side_by_side(firmware: Path) -> None:
-    cases = ["SEM-SHF:duration_ms=100", "RSP-IO"]
+    # THR-LOCK: FreeRTOS only (POSIX has no scheduler lock); RSP-IO: Linux only.
+    cases = ["SEM-SHF:duration_ms=100", "RSP-IO", "THR-LOCK"]
     local = LocalTarget("local")
     linux = measure(local.transport(ensure_agent("release")), plan_for(local, cases)).run
     freertos, _ = _measure(cases)
     linux.id, freertos.id = 1, 2
     outcome = {(r.id, c.case): c.outcome for r in (linux, freertos) for c in r.cases}
     assert outcome[(2, "RSP-IO")] == "skipped"  # no lines on this board
+    assert (outcome[(1, "THR-LOCK")], outcome[(2, "THR-LOCK")]) == ("unsupported", "passed")
     cmp = compare_runs([linux, freertos])
     shf = [r for r in cmp.rows if r.case == "SEM-SHF"]
     assert shf and all(v is not None for r in shf for v in r.values)  # paired by ID
@@ -173,6 +176,8 @@ def test_linux_and_freertos_side_by_side(firmware: Path) -> None:
     assert any(row.case == "RSP-IO" and row.absent[1] == "skipped" for row, _ in missing) or (
         outcome[(1, "RSP-IO")] != "passed"
     )
+    lock = [row for row in cmp.rows if row.case == "THR-LOCK"]
+    assert lock and all(r.absent[0] == "unsupported" and r.values[1] is not None for r in lock)
     # Rendered: the word, never a zero, in the terminal and the report.
     buf = io.StringIO()
     print_table(comparison_table(cmp, _units(cmp)), Console(file=buf, width=240, color_system=None))
@@ -194,6 +199,7 @@ CONTROLS = [
     ("mutex_nopi=1", "MUT-B-PI:rounds=3", {"pi"}),
     ("new_prio=2", "THR-B-NEW:repeats=5", {"lower_waits", "equal_tail", "equal_runs_on_yield"}),
     ("sem_noblock=1", "SEM-B-LCK", {"blocks_at_zero", "take_until_zero"}),
+    ("sched_nolock=1", "THR-LOCK", {"lock_holds"}),
 ]
 
 

@@ -48,10 +48,6 @@ target_sources(rtbench-agent PRIVATE
   ports/freertos/syscalls.c
   ports/freertos/printf_z.c
   ports/freertos/board/${RTB_BOARD}/startup.c)
-# uint32_t is `long` in newlib and cases/thr_sw.c prints one with %u
-# (asked of the contract in /work/notes/freertos-needs.md): a warning here
-# until it is fixed there.
-target_compile_options(rtbench-agent PRIVATE -Wno-error=format)
 target_compile_definitions(rtbench-agent PRIVATE RTB_FIRMWARE_ARGS="${RTB_FIRMWARE_ARGS}")
 # The start-up code and vector table come from the board: keep them whole.
 target_link_options(rtbench-agent PRIVATE
