@@ -16,8 +16,6 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import click
-from rich.markup import escape
-from rich.table import Table
 
 from rtbench import catalogue
 from rtbench.ab import (
@@ -48,6 +46,8 @@ from rtbench.commands.targets import open_transport, resolve_or_fail, target_opt
 from rtbench.io.atomic import OutputError, write_text
 from rtbench.measure import Measured, Plan, StopSignals, check_args, measure, plan_for, store_run
 from rtbench.model import Run, worst_outcome
+from rtbench.reports.tables import Column, Tabular, print_table
+from rtbench.reports.tables import Row as TRow
 from rtbench.suites import Planned, SelectionError, select
 from rtbench.targets import Target
 from rtbench.transports import TransportError
@@ -72,18 +72,35 @@ def _one_run(
         return measure(open_transport(target, exe), plan, stop, say=say)
 
 
-def _table(rows: list[Row]) -> Table:
-    t = Table(header_style="bold", title=f"B/A per indicator (µs); significant: p < {ALPHA}")
-    for col in ("case", "series", "indicator", "A", "B", "B/A", "p", ""):
-        t.add_column(col, justify="right" if col in ("A", "B", "B/A", "p") else "left")
-    for r in rows:
-        ratio = "-" if r.ratio is None else f"{r.ratio:.3f}"
-        p = "-" if r.pvalue is None else f"{r.pvalue:.3g}" if r.pvalue > 0 else "<1e-300"
-        flag = "significant" if r.significant else ""
-        if r.unstable:
-            flag += (" · " if flag else "") + "unstable: " + ", ".join(r.unstable)
-        t.add_row(r.case, escape(r.series), r.indicator, us(r.a), us(r.b), ratio, p, flag)
-    return t
+def _table(rows: list[Row]) -> Tabular:
+    """B/A per indicator, printed at the terminal's width: columns are left
+    out by priority, never a number cut (rtbench.reports.tables)."""
+
+    def ratio(r: TRow) -> str:
+        return "-" if r["ratio"] is None else f"{r['ratio']:.3f}"
+
+    def pvalue(r: TRow) -> str:
+        p = r["pvalue"]
+        return "-" if p is None else f"{p:.3g}" if p > 0 else "<1e-300"
+
+    def flag(r: TRow) -> str:
+        text = "significant" if r["significant"] else ""
+        if r["unstable"]:
+            text += (" · " if text else "") + "unstable: " + ", ".join(r["unstable"])
+        return text
+
+    cols = [
+        Column("case", "case", 100, numeric=False),
+        Column("series", "series", 100, numeric=False),
+        Column("indicator", "indicator", 100, numeric=False),
+        Column("a", "A", 99, show=lambda r: us(r["a"])),
+        Column("b", "B", 99, show=lambda r: us(r["b"])),
+        Column("ratio", "B/A", 99, show=ratio),
+        Column("pvalue", "p", 95, show=pvalue),
+        Column("flag", "", 60, numeric=False, show=flag),
+    ]
+    title = f"B/A per indicator (µs); significant: p < {ALPHA}"
+    return Tabular(title, cols, [r.as_dict() for r in rows])
 
 
 @click.command(name="ab")
@@ -240,7 +257,7 @@ def ab(
     )
     if done["A"] and done["B"]:
         rows = compare(done["A"], done["B"], indicators or DEFAULT_INDICATORS)
-        out.print(_table(rows))
+        print_table(_table(rows), out)
         if json_out is not None:
             _write_json(
                 json_out,

@@ -20,7 +20,7 @@ from rtbench.analysis.stored import usable_hist
 from rtbench.model import CaseResult, Series
 from rtbench.reference import load_datasets
 
-# The cases whose wake-up latency gets the table.
+# The cases whose deviation from the period gets the table.
 JITTER_CASES = frozenset({"JIT-PER"})
 
 
@@ -35,7 +35,7 @@ class JitterRow:
 
 @dataclass
 class JitterTable:
-    """The published categorical table of |wake-up latency| (catalogue: JIT-PER)."""
+    """The published categorical table of |deviation| (catalogue: JIT-PER)."""
 
     series: str
     n: int
@@ -90,7 +90,7 @@ def _abs_span(lo: int, hi: int) -> tuple[int, int]:
 
 
 def jitter_table(s: Series) -> JitterTable | None:
-    """Counts of |wake-up latency| per published category, from the raw
+    """Counts of |deviation| per published category, from the raw
     samples (exact) or else the histogram (approximate where a bucket
     straddles a category boundary)."""
     got = _counts(s)
