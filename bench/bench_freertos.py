@@ -62,6 +62,10 @@ def ram_note(notes: list[str]) -> dict[str, int]:
     return {}
 
 
+def ram_used(c: dict[str, Any]) -> int:
+    return int(c["static_ram"] + c["thread_slots"] + c["thread_stacks"] + c["heap_used"])
+
+
 def one_boot(args: list[str]) -> dict[str, Any]:
     target = resolve(SPEC)
     assert isinstance(target, BoardTarget)
@@ -83,6 +87,7 @@ def one_boot(args: list[str]) -> dict[str, Any]:
         "main_stack_used": main[1],
         "thread_stack_used_max": threads,
         "static_ram": ram.get("data+bss", 0),
+        "thread_slots": ram.get("thread_slots", 0),
         "thread_stacks": ram.get("thread_stacks", 0),
         "heap_used": ram.get("heap_used", 0),
     }
@@ -107,9 +112,7 @@ def main() -> int:
     except (BuildError, TransportError, subprocess.CalledProcessError) as e:
         print(f"bench_freertos: {e}", file=sys.stderr)
         return 2
-    used = [
-        c["static_ram"] + c["thread_stacks"] + c["heap_used"] for c in per_case.values()
-    ]
+    used = [ram_used(c) for c in per_case.values()]
     result = {
         "firmware": {"text": size.get(".text", 0), "data": size.get(".data", 0),
                      "bss": size.get(".bss", 0), "psram": size.get(".psram", 0),
@@ -126,12 +129,12 @@ def main() -> int:
     print(f"firmware: text {f['text']} data {f['data']} bss {f['bss']} bytes "
           f"(+ reserved: psram {f['psram']}, heap {f['heap']})")  # fmt: skip
     print(f"{'case':10} {'outcome':11} {'main stk':>8} {'thr stk':>7} {'static':>8} "
-          f"{'stacks':>8} {'heap':>8} {'RAM':>8} {'boot s':>6}")  # fmt: skip
+          f"{'tasks':>8} {'stacks':>8} {'heap':>8} {'RAM':>8} {'boot s':>6}")  # fmt: skip
     for case, c in per_case.items():
-        ram = c["static_ram"] + c["thread_stacks"] + c["heap_used"]
         print(f"{case:10} {c['outcomes'][case]:11} {c['main_stack_used']:8} "
-              f"{c['thread_stack_used_max']:7} {c['static_ram']:8} {c['thread_stacks']:8} "
-              f"{c['heap_used']:8} {ram:8} {c['first_record_s']:6.2f}")  # fmt: skip
+              f"{c['thread_stack_used_max']:7} {c['static_ram']:8} {c['thread_slots']:8} "
+              f"{c['thread_stacks']:8} {c['heap_used']:8} {ram_used(c):8} "
+              f"{c['first_record_s']:6.2f}")  # fmt: skip
     q = result["quick_suite"]
     print(f"quick suite: {q['wall_s']:.1f} s wall, {q['virtual_s']:.1f} s virtual; "
           f"boot to first record {q['first_record_s']:.2f} s")

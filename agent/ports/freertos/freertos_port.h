@@ -32,6 +32,8 @@
 void freertos_stack_note(const char *name, size_t size, size_t unused);
 /* Bytes of the stack arena handed to threads so far. */
 size_t freertos_stacks_reserved(void);
+/* Bytes of the thread pool a run has touched (task control blocks). */
+size_t freertos_thread_slots_used(void);
 /* Writes the notes gathered since the last call as one line each. */
 void freertos_stack_report(void);
 

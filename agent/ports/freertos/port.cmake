@@ -31,6 +31,7 @@ FetchContent_MakeAvailable(freertos_kernel)
 
 target_sources(rtb_core PRIVATE
   ports/freertos/port.c
+  ports/freertos/sync.c
   ports/freertos/event.c
   ports/freertos/timing.c
   ports/freertos/stacks.c

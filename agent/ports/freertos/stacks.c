@@ -47,8 +47,8 @@ void freertos_stack_report(void)
                (unsigned)notes[i].size, (unsigned)notes[i].used);
     uintptr_t data, bss_end, heap_end;
     board_ram(&data, &bss_end, &heap_end);
-    printf("rtbench-firmware: ram data+bss=%u thread_stacks=%u heap_used=%u\n",
-           (unsigned)(bss_end - data), (unsigned)freertos_stacks_reserved(),
-           (unsigned)freertos_heap_used());
+    printf("rtbench-firmware: ram data+bss=%u thread_slots=%u thread_stacks=%u heap_used=%u\n",
+           (unsigned)(bss_end - data), (unsigned)freertos_thread_slots_used(),
+           (unsigned)freertos_stacks_reserved(), (unsigned)freertos_heap_used());
     nnotes = 0;
 }
