@@ -156,12 +156,11 @@ def summarize(run: Run, draw: bool = True) -> Summary:
         findings.append(Finding("warn", f"emulated ({run.emulated}): compare with the same only"))
     if run.issues:
         findings.append(Finding("bad", f"{len(run.issues)} stream problems: {run.issues[0]}"))
-    findings += _warning_findings(run)
-
     latencies = [(s, _stats(s)) for c in run.cases for s in c.series if is_latency(s) and s.n]
     spike = _spike(latencies)
     if spike is not None:
         findings.append(Finding("bad", spike.text()))
+    findings += _warning_findings(run)
     if latencies:
         s, st = max(latencies, key=lambda x: x[0].max or 0)
         if spike is None or s is not spike.series:
