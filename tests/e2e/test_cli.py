@@ -36,6 +36,13 @@ def test_run_stores_and_shows(db: Path, tmp_path: Path, agent: Path) -> None:
     ):
         assert re.search(pattern, r.stdout), (pattern, r.stdout)
     assert parse_file(saved).issues == []  # the saved stream is the whole stream
+    # piped: a progress line per case on stderr, with an ETA, none on stdout
+    cases = sum(rec.kind == "end" for rec in parse_file(saved).records)
+    progress = re.findall(
+        r"^\[(\d+)/(\d+)\] \S+ \w+ in [\d.]+ s · elapsed \S+ · ETA \S+$", r.stderr, re.M
+    )
+    assert len(progress) == cases and progress[-1] == (str(cases), str(cases)), r.stderr
+    assert "ETA" not in r.stdout
 
     r = rtbench("runs")
     assert r.returncode == 0 and re.search(r"│ 1 .*passed.*kernel=<b>x</b>", r.stdout), r.stdout
