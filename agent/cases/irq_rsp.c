@@ -107,6 +107,8 @@ static rtb_result run(rtb_ctx *ctx)
         }
         cfg.count = irq_fit_count(ctx, cfg.count, period * (nsrc - i));
         rtb_result r = run_source(ctx, &cfg, nload);
+        if (r == RTB_UNSUPPORTED) /* no loads on this port: no source can run */
+            return r;
         if (r == RTB_ERROR || (r == RTB_FAILED && worst == RTB_PASSED))
             worst = r;
     }

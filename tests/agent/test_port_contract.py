@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rtbench.build import agent_source
+Runner = Callable[..., Any]  # conftest's run_agent -> AgentResult
 
 CC = "arm-none-eabi-gcc"
 # The warnings of agent/CMakeLists.txt (RTB_WARNINGS) and its frame limit.
@@ -117,3 +120,44 @@ def test_a_large_stack_frame_fails_the_build(stub: Path, tmp_path: Path) -> None
     )
     p = _compile(src, stub, tmp_path / "frame.o")
     assert p.returncode != 0 and "frame size" in p.stderr
+
+
+# ---- a port without loads ---------------------------------------------------
+
+# The cases that measure under their own load, each asking for load threads.
+LOADED = ["THR-PRE:duration_ms=100", "IRQ-RSP:count=100", "JIT-PER:cycles=50"]
+
+
+@pytest.fixture(scope="module")
+def agent_without_loads(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The POSIX agent built as a port without loads (core/load_none.c)."""
+    out = tmp_path_factory.mktemp("no-loads")
+    for cmd in (
+        ["cmake", "-S", str(agent_source()), "-B", str(out), "-DRTB_POSIX_LOADS=OFF",
+         "-DCMAKE_BUILD_TYPE=Release"],
+        ["cmake", "--build", str(out), "-j2", "--target", "rtbench-agent"],
+    ):  # fmt: skip
+        subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)
+    return out / "rtbench-agent"
+
+
+def test_a_port_without_loads_says_so_instead_of_measuring(
+    agent_without_loads: Path, run_agent: Runner
+) -> None:
+    r = run_agent(agent_without_loads, LOADED)
+    assert r.run.complete and r.run.hello["port_info"]["loads"] is False
+    for case in r.run.cases:
+        assert case.outcome == "unsupported", (case.case, case.outcome)
+        assert "this port has no loads" in case.reason
+        assert not case.series  # nothing measured without the load it asked for
+    # A run-wide load is refused before anything runs.
+    refused = run_agent(agent_without_loads, ["--load", "cpu", "CAL-REF"])
+    assert refused.code == 2 and "this port has no loads" in refused.stderr
+
+
+def test_the_same_cases_run_where_the_port_has_loads(agent: Path, run_agent: Runner) -> None:
+    # The control: the same plan on the POSIX port with its loads.
+    r = run_agent(agent, LOADED)
+    assert r.run.hello["port_info"]["loads"] is True
+    assert {c.case: c.outcome for c in r.run.cases}.keys() == {"THR-PRE", "IRQ-RSP", "JIT-PER"}
+    assert all(c.outcome != "unsupported" for c in r.run.cases)

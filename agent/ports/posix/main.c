@@ -13,7 +13,24 @@
 #include <string.h>
 
 #include "rtb.h"
+#if RTB_PORT_HAS_LOADS
 #include "../../loads/load.h"
+#else
+/* Built without its loads (-DRTB_POSIX_LOADS=OFF): the no-loads path every
+ * port without them takes, testable here. Only "none" parses. */
+#include "rtb/load.h"
+static void rtb_load_help(FILE *f) { fprintf(f, "loads: none (built without loads)\n"); }
+static int rtb_load_parse(const char *text, rtb_load_spec *specs, int cap, int *n, char *err,
+                          size_t errcap)
+{
+    (void)specs, (void)cap;
+    *n = 0;
+    if (strcmp(text, "none") == 0)
+        return RTB_OK;
+    snprintf(err, errcap, "'%s': this port has no loads (built without them)", text);
+    return RTB_ENOTSUP;
+}
+#endif
 
 #ifdef RTB_TEST_HOOKS
 /* ASan's sigaltstack interception reports a false stack-buffer-overflow
@@ -113,8 +130,10 @@ int main(int argc, char **argv)
         {"progress", required_argument, NULL, 'G'},
         {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
     /* Not for users: the stress load starts its guardian this way. */
+#if RTB_PORT_HAS_LOADS
     if (argc > 1 && strcmp(argv[1], "--load-guard") == 0)
         return rtb_load_guard(argc - 2, argv + 2);
+#endif
     rtb_options opt = RTB_OPTIONS_DEFAULT;
     const char *load_cpus = NULL, *measure_cpus = NULL;
     bool dry_run = false;

@@ -5,15 +5,20 @@ target_sources(rtb_core PRIVATE
   ports/posix/port.c
   ports/posix/timing.c
 )
-target_sources(rtbench-agent PRIVATE
-  ports/posix/main.c
-  loads/posix_kernel.c
-  loads/posix_load.c
-  loads/posix_kinds.c
-  loads/posix_stress.c
-  loads/load_spec.c
-)
-set(RTB_PORT_HAS_LOADS ON)
+target_sources(rtbench-agent PRIVATE ports/posix/main.c)
+# OFF builds the agent as a port without loads (core/load_none.c): the path
+# such a port takes, testable on this machine (tests/agent/test_port_contract.py).
+option(RTB_POSIX_LOADS "Build the POSIX port with its background loads" ON)
+if(RTB_POSIX_LOADS)
+  target_sources(rtbench-agent PRIVATE
+    loads/posix_kernel.c
+    loads/posix_load.c
+    loads/posix_kinds.c
+    loads/posix_stress.c
+    loads/load_spec.c
+  )
+  set(RTB_PORT_HAS_LOADS ON)
+endif()
 
 find_package(Threads REQUIRED)
 target_link_libraries(rtb_core PUBLIC Threads::Threads m)
