@@ -152,7 +152,9 @@ def _start(lab: Lab, places: list[str], kernel: kernels.Kernel) -> None:
                 "-smp", "1", "-m", "256", "-nodefaults", "-display", "none",
                 "-monitor", "none", "-no-reboot",
                 "-kernel", str(kernel.image), "-initrd", str(initrd),
-                "-append", "console=ttyS0 quiet panic=-1 tsc=reliable",
+                # loglevel=1: a starved guest's RCU-stall warnings would
+                # overwrite records on the shared console (a lost `bye`).
+                "-append", "console=ttyS0 quiet loglevel=1 panic=-1 tsc=reliable",
                 "-serial", f"tcp:127.0.0.1:{port},server=on,wait=off",
             ],
             stdin=subprocess.DEVNULL,

@@ -72,6 +72,16 @@ def test_run_on_a_place_stores_and_releases(lab: Lab, tmp_path: Path) -> None:
     # The guest's kernel, read by the agent there, not this machine's.
     assert run.hello["os"]["release"] == kernels.fetch("debian-rt").release
     assert lab.acquired_by("rtb-a") is None
+    # `rtbench targets` reaches the coordinator and says the place is free;
+    # a place the coordinator does not know is said to be unreachable.
+    check = subprocess.run(
+        [sys.executable, "-m", "rtbench.cli", "targets", spec(lab, "rtb-a"),
+         spec(lab, "no-such-place")],
+        env={**os.environ, "COLUMNS": "250"}, capture_output=True, text=True, timeout=300,
+        check=False,
+    )  # fmt: skip
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert "exists and is free" in check.stdout and "no-such-place" in check.stdout
 
 
 def _wait_for(what: str, check: Callable[[], object], timeout: float) -> None:
