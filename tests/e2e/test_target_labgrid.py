@@ -84,6 +84,46 @@ def test_run_on_a_place_stores_and_releases(lab: Lab, tmp_path: Path) -> None:
     assert "exists and is free" in check.stdout and "no-such-place" in check.stdout
 
 
+ENV = """targets:
+  board:
+    resources:
+      RemotePlace:
+        name: {place}
+    drivers:
+      ExternalPowerDriver:
+        cmd_on: "true"
+        cmd_off: "true"
+        cmd_cycle: "sh -c 'echo cycled >> {log}'"
+      SerialDriver: {{}}
+      ShellDriver:
+        prompt: '[^\\r\\n]*# '
+        login_prompt: ' login: '
+        username: root
+      ShellStrategy: {{}}
+options:
+  coordinator_address: {coordinator}
+"""
+
+
+def test_an_environment_files_strategy_brings_the_shell(lab: Lab, tmp_path: Path) -> None:
+    # labgrid's convention: the environment's ShellStrategy powers the board
+    # (here a power driver that only notes the cycle) and logs in.
+    log = tmp_path / "power.log"
+    env = tmp_path / "board.yaml"
+    env.write_text(ENV.format(place="rtb-b", log=log, coordinator=lab.coordinator))
+    db = tmp_path / "runs.sqlite"
+    proc = rtbench(db, "run", "--target", f"labgrid:rtb-b?env={env}&emulated=yes", *CASES)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode in (0, 1), err
+    with Store(db) as store:
+        (summary,) = store.list_runs()
+        target = store.load(summary.id).machine["target"]
+    assert target["strategy"] == "ShellStrategy" and target["power"] is True
+    assert target["coordinator"] == lab.coordinator  # from the environment's options
+    assert log.read_text().split() == ["cycled"]
+    assert lab.acquired_by("rtb-b") is None
+
+
 def _wait_for(what: str, check: Callable[[], object], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
