@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from rtbench.build import agent_source
+
 Runner = Callable[..., Any]  # conftest's run_agent -> AgentResult
 
 CC = "arm-none-eabi-gcc"
