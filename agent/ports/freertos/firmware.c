@@ -6,7 +6,6 @@
  * agent's syntax; a board without a host to ask runs the plan built in
  * (RTB_FIRMWARE_ARGS). The stream goes out of the console UART and the
  * runner's exit status ends the program (QEMU's exit code). */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include "FreeRTOS.h"
 #include "task.h"
 
+#include "../../core/options.h"
 #include "../../core/rtb.h"
 #include "freertos_port.h"
 
@@ -34,104 +34,32 @@ static int split(char *line, char **argv, int cap)
     return n;
 }
 
-static int usage(void)
+/* The port's own option: a run-wide load is "none" only (ports/freertos/load.c
+ * has the cases' kernel load, no counterpart of the POSIX kinds). */
+enum { OPT_LOAD = RTB_CLI_PORT_CODE };
+
+static int option(void *ctx, int code, const char *arg, rtb_plan *plan)
 {
-    fprintf(stderr, "usage: rtbench-agent [--priority P] [--no-samples] [--max-samples N]\n"
-                    "       [--deadline-slack MS] [--dry-run] [--inject SITE=NS] CASE[:k=v...]...\n"
-                    "       rtbench-agent --list\n");
+    (void)ctx, (void)plan;
+    if (code == OPT_LOAD && strcmp(arg, "none") == 0)
+        return 0;
+    fprintf(stderr, "rtbench-agent: --load %s: this port runs cases under no "
+                    "background load (--load none)\n", arg);
     return 2;
 }
 
-/* The POSIX agent's options that mean something on one CPU without a
- * file system; the others are refused by name. */
+static void usage(FILE *f) { fprintf(f, "  --load none        the only run-wide load here\n"); }
+
 static int agent_main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"list", no_argument, NULL, 'l'},           {"cpu", required_argument, NULL, 'c'},
-        {"priority", required_argument, NULL, 'p'}, {"no-samples", no_argument, NULL, 'S'},
-        {"max-samples", required_argument, NULL, 'm'},
-        {"inject", required_argument, NULL, 'i'},
-        {"deadline-slack", required_argument, NULL, 'd'},
-        {"load", required_argument, NULL, 'L'},     {"no-pin", no_argument, NULL, 'P'},
-        {"dry-run", no_argument, NULL, 'n'},        {"break", required_argument, NULL, 'B'},
-        {"progress", required_argument, NULL, 'G'}, {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"load", required_argument, NULL, OPT_LOAD},
+                                             {NULL, 0, NULL, 0}};
+    const rtb_cli_port port = {longopts, option, NULL, usage, NULL};
     rtb_options opt = RTB_OPTIONS_DEFAULT;
     rtb_plan plan = {0};
-    static char err[768];
-    bool dry_run = false;
-    int ch;
-    optind = 0; /* newlib: 0 starts a fresh scan (1 skips its initialisation) */
-    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (ch) {
-        case 'l': rtb_list_cases(stdout); return 0;
-        case 'c': opt.cpu = atoi(optarg); break;
-        case 'p': opt.priority = atoi(optarg); break;
-        case 'S': opt.samples = false; break;
-        case 'm': opt.max_samples = (size_t)strtoul(optarg, NULL, 10); break;
-        case 'd': opt.deadline_slack_ms = strtoll(optarg, NULL, 10); break;
-        case 'P': opt.pinned = false; break;
-        case 'n': dry_run = true; break;
-        case 'B': opt.break_ns = strtoll(optarg, NULL, 10); break;
-        case 'G': opt.progress_ms = strtoll(optarg, NULL, 10); break;
-        case 'L':
-            if (strcmp(optarg, "none") != 0) {
-                fprintf(stderr, "rtbench-agent: --load %s: this port runs cases under no "
-                                "background load (--load none)\n", optarg);
-                return 2;
-            }
-            break;
-        case 'i':
-#ifdef RTB_TEST_HOOKS
-            if (rtb_inject_set(optarg) != RTB_OK) {
-                fprintf(stderr, "rtbench-agent: bad --inject '%s'\n", optarg);
-                return 2;
-            }
-            break;
-#else
-            fprintf(stderr, "rtbench-agent: --inject needs a test build (RTB_TEST_HOOKS)\n");
-            return 2;
-#endif
-        default: return usage();
-        }
-    }
-    if (opt.priority < 1 || opt.priority > RTB_PRIO_MAX - 2) {
-        fprintf(stderr, "rtbench-agent: --priority must be 1..%d\n", RTB_PRIO_MAX - 2);
-        return 2;
-    }
-    if (opt.max_samples < 1 || opt.max_samples > RTB_MAX_SAMPLES_LIMIT) {
-        fprintf(stderr, "rtbench-agent: --max-samples must be 1..%d\n", RTB_MAX_SAMPLES_LIMIT);
-        return 2;
-    }
-    if (opt.deadline_slack_ms < 100 || opt.deadline_slack_ms > 86400000) {
-        fprintf(stderr, "rtbench-agent: --deadline-slack must be 100..86400000 ms\n");
-        return 2;
-    }
-    if (argc - optind > RTB_MAX_RUN) {
-        fprintf(stderr, "rtbench-agent: at most %d cases a run\n", RTB_MAX_RUN);
-        return 2;
-    }
-    /* As many planned cases as asked (one is 1.6 KiB): from the heap, once,
-     * before anything is measured, rather than RTB_MAX_RUN of them in RAM. */
-    rtb_planned *run = calloc((size_t)(argc - optind) + 1, sizeof *run);
-    if (!run) {
-        fprintf(stderr, "rtbench-agent: no memory for %d planned cases\n", argc - optind);
-        return 2;
-    }
-    plan.cases = run;
-    for (int i = optind; i < argc; i++) {
-        if (rtb_plan_case(argv[i], &run[plan.n++], err, sizeof err) != RTB_OK) {
-            fprintf(stderr, "rtbench-agent: %s\n", err);
-            return 2;
-        }
-    }
-    if (plan.n == 0)
-        return usage();
-    if (rtb_options_resolve(&opt, err, sizeof err) != RTB_OK) {
-        fprintf(stderr, "rtbench-agent: --%s\n", err);
-        return 2;
-    }
-    if (dry_run)
-        return 0;
+    int rc = rtb_parse_options(argc, argv, &port, &opt, &plan);
+    if (rc != RTB_CLI_RUN)
+        return rc;
     static rtb_stream stream;
     rtb_stream_init(&stream, stdout);
     return rtb_run(&plan, &opt, &stream);
