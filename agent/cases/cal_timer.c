@@ -138,23 +138,24 @@ static rtb_result run(rtb_ctx *ctx)
     rtb_series s;
     if (!buf || rtb_series_init(&s, "clock_read", n) != RTB_OK) {
         rtb_mem_free(buf);
-        rtb_emit_check_error(ctx, "buffer", "no memory for %zu reads", n);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %llu reads", (unsigned long long)n);
         return RTB_ERROR;
     }
     memset(buf, 0, n * sizeof *buf); /* fault it in now, not between two reads */
     rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
     rtb_result r = RTB_PASSED;
     size_t back = read_deltas(ctx, &s, buf, n, false);
-    rtb_emit_check(ctx, "monotonic", back == 0, "%s: %zu backward steps in %zu reads",
-                   ctx->timing->clock_source, back, n);
+    rtb_emit_check(ctx, "monotonic", back == 0, "%s: %llu backward steps in %llu reads",
+                   ctx->timing->clock_source, (unsigned long long)back, (unsigned long long)n);
     if (back)
         r = RTB_FAILED;
     rtb_emit_series(ctx, &s);
     rtb_series_free(&s);
     if (ctx->timing->cycles_available && rtb_series_init(&s, "cycles_read", n) == RTB_OK) {
         back = read_deltas(ctx, &s, buf, n, true);
-        rtb_emit_check(ctx, "cycles_monotonic", back == 0, "%s: %zu backward steps in %zu reads",
-                       ctx->timing->cycles_source, back, n);
+        rtb_emit_check(ctx, "cycles_monotonic", back == 0, "%s: %llu backward steps in %llu reads",
+                       ctx->timing->cycles_source, (unsigned long long)back,
+                       (unsigned long long)n);
         if (back)
             r = RTB_FAILED;
         rtb_emit_series(ctx, &s);

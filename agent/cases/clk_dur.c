@@ -407,7 +407,8 @@ static rtb_result report(rtb_ctx *ctx, dur *d)
         ok = (rtb_series_init(&sr[i], "recurring", i + 1 < nsrc ? cap : 0) == RTB_OK) & ok;
     rtb_result r = RTB_PASSED;
     if (!ok) {
-        rtb_emit_check_error(ctx, "buffer", "no memory to analyse %zu gaps", d->n);
+        rtb_emit_check_error(ctx, "buffer", "no memory to analyse %llu gaps",
+                             (unsigned long long)d->n);
         r = RTB_ERROR;
         goto out;
     }
@@ -447,9 +448,9 @@ static rtb_result report(rtb_ctx *ctx, dur *d)
                      "(local_timer events against gap_start) tells which is this kernel's tick",
                      nsrc);
     } else {
-        rtb_warn(ctx, "no_tick", "no gaps recur at one period among %zu gaps in %.0f ms: a "
+        rtb_warn(ctx, "no_tick", "no gaps recur at one period among %llu gaps in %.0f ms: a "
                  "tickless CPU (nohz_full), or ticks shorter than the threshold (%lld ns)",
-                 d->n, (double)spun / 1e6, (long long)d->threshold);
+                 (unsigned long long)d->n, (double)spun / 1e6, (long long)d->threshold);
     }
     if (d->lost)
         rtb_warn(ctx, "buffer_full", "%llu gaps not recorded: raise --max-samples or "
@@ -503,7 +504,7 @@ static rtb_result run(rtb_ctx *ctx)
     d.hi = rtb_mem_calloc((size_t)d.nwin, sizeof *d.hi);
     rtb_result r = RTB_ERROR;
     if (!d.start || !d.len || !d.first || !d.lo || !d.hi) {
-        rtb_emit_check_error(ctx, "buffer", "no memory for %zu gaps", d.cap);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %llu gaps", (unsigned long long)d.cap);
         goto out;
     }
     for (size_t i = 0; i < d.cap; i++) /* prefault */

@@ -57,7 +57,7 @@ static rtb_result run(rtb_ctx *ctx)
     if (made < points) {
         for (int i = 0; i < made; i++)
             rtb_series_free(&s[i]);
-        rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", cap);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples", (unsigned long long)cap);
         return RTB_ERROR;
     }
     rtb_thread_self_set(rtb_attr(ctx, "clk-res", 0).priority, ctx->opt->cpu);

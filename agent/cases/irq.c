@@ -56,9 +56,9 @@ size_t irq_fit_count(rtb_ctx *ctx, size_t count, rtb_time period)
         return count;
     size_t fit = (size_t)(left / period);
     rtb_warn(ctx, "budget",
-             "%zu events of %lld ns do not fit the case's time budget: running %zu (raise "
+             "%llu events of %lld ns do not fit the case's time budget: running %llu (raise "
              "--deadline-slack to run them all)",
-             count, (long long)period, fit);
+             (unsigned long long)count, (long long)period, (unsigned long long)fit);
     return fit ? fit : 1;
 }
 

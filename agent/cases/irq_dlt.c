@@ -70,7 +70,7 @@ static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time pe
     size_t cap = count < ctx->opt->max_samples ? count : ctx->opt->max_samples;
     if (rtb_series_init(&s, source == IRQ_TIMER ? "timer_dispatch" : "raised_dispatch", cap) !=
         RTB_OK) {
-        rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", cap);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples", (unsigned long long)cap);
         return RTB_ERROR;
     }
     irq_spin_cfg cfg = {.source = source, .count = count, .period = period, .handler = handler,
@@ -86,7 +86,7 @@ static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time pe
         irq_spin_free(d.sp);
         rtb_mem_free(d.pick);
         rtb_series_free(&s);
-        rtb_emit_check_error(ctx, "buffer", "no memory for %zu events", count);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %llu events", (unsigned long long)count);
         return RTB_ERROR;
     }
     rtb_sem_create(&d.blk, 0);
@@ -112,8 +112,8 @@ static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time pe
                 rtb_series_push(&s, resume - end);
         }
         if (d.blocker > 0)
-            rtb_warn(ctx, "self_test", "blocker held the CPU after %zu handlers for %lld ns",
-                     atomic_load(&d.blocked), (long long)d.blocker);
+            rtb_warn(ctx, "self_test", "blocker held the CPU after %llu handlers for %lld ns",
+                     (unsigned long long)atomic_load(&d.blocked), (long long)d.blocker);
         if (!irq_spin_check(ctx, source, count, &out))
             r = RTB_FAILED;
         rtb_emit_series(ctx, &s);

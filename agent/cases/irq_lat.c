@@ -346,8 +346,8 @@ int irq_lat_measure(rtb_ctx *ctx, const irq_lat_cfg *cfg, rtb_series *s, irq_lat
     if (x->cfg.blocker > 0) {
         size_t len = strlen(out->where);
         snprintf(out->where + len, sizeof out->where - len,
-                 "; self-test blocker held %zu events for %lld ns", out->blocked,
-                 (long long)x->cfg.blocker);
+                 "; self-test blocker held %llu events for %lld ns",
+                 (unsigned long long)out->blocked, (long long)x->cfg.blocker);
     }
     rtb_sem_delete(&x->ready);
     rtb_sem_delete(&x->done);
@@ -367,15 +367,16 @@ bool irq_lat_check(rtb_ctx *ctx, const irq_lat_cfg *cfg, const irq_lat_out *out)
     snprintf(name, sizeof name, "%s_delivery", src);
     bool ok = out->missing == 0 && out->bad == 0;
     rtb_emit_check(ctx, name, ok,
-                   "%s; %s: %zu events, %zu handled, %lld lost as timer overruns, %zu lost "
-                   "without trace, %zu handler runs matching no event",
-                   irq_mechanism(ctx, cfg->source), out->where, out->events, out->handled,
-                   (long long)out->overruns, out->missing, out->bad);
+                   "%s; %s: %llu events, %llu handled, %lld lost as timer overruns, %llu lost "
+                   "without trace, %llu handler runs matching no event",
+                   irq_mechanism(ctx, cfg->source), out->where, (unsigned long long)out->events,
+                   (unsigned long long)out->handled, (long long)out->overruns,
+                   (unsigned long long)out->missing, (unsigned long long)out->bad);
     if (out->overruns > 0)
         rtb_warn(ctx, "overrun",
-                 "%s: %lld of %zu expiries came while the previous event was still pending "
+                 "%s: %lld of %llu expiries came while the previous event was still pending "
                  "(a handler later than the period) and have no latency sample",
-                 src, (long long)out->overruns, out->events);
+                 src, (long long)out->overruns, (unsigned long long)out->events);
     return ok;
 }
 
@@ -412,7 +413,8 @@ static rtb_result run(rtb_ctx *ctx)
         size_t cap = cfg.count < ctx->opt->max_samples ? cfg.count : ctx->opt->max_samples;
         if (rtb_series_init(&s, cfg.source == IRQ_TIMER ? "timer_latency" : "raised_latency",
                             cap) != RTB_OK) {
-            rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", cap);
+            rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples",
+                                 (unsigned long long)cap);
             return RTB_ERROR;
         }
         irq_lat_out out;

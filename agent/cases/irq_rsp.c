@@ -30,7 +30,7 @@ static rtb_result run_source(rtb_ctx *ctx, irq_lat_cfg *cfg, int nload)
     size_t cap = cfg->count < ctx->opt->max_samples ? cfg->count : ctx->opt->max_samples;
     if (rtb_series_init(&s, cfg->source == IRQ_TIMER ? "timer_latency" : "raised_latency", cap) !=
         RTB_OK) {
-        rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", cap);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples", (unsigned long long)cap);
         return RTB_ERROR;
     }
     int cpu = irq_cpu(ctx), prio = rtb_attr(ctx, NULL, -1).priority;
@@ -100,9 +100,9 @@ static rtb_result run(rtb_ctx *ctx)
                            .raiser_remote = true,
                            .blocker = rtb_param(ctx, "blocker_us") * 1000};
         if ((rtb_time)cfg.count > duration / period) {
-            rtb_warn(ctx, "duration", "%s: %zu events of %lld ns exceed duration_ms: running %lld",
-                     irq_source_name(cfg.source), cfg.count, (long long)period,
-                     (long long)(duration / period));
+            rtb_warn(ctx, "duration", "%s: %llu events of %lld ns exceed duration_ms: running %lld",
+                     irq_source_name(cfg.source), (unsigned long long)cfg.count,
+                     (long long)period, (long long)(duration / period));
             cfg.count = duration / period > 0 ? (size_t)(duration / period) : 1;
         }
         cfg.count = irq_fit_count(ctx, cfg.count, period * (nsrc - i));

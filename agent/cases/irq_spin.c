@@ -280,13 +280,14 @@ bool irq_spin_check(rtb_ctx *ctx, int source, size_t count, const irq_spin_out *
     snprintf(name, sizeof name, "%s_delivery", src);
     bool ok = out->missing == 0;
     rtb_emit_check(ctx, name, ok,
-                   "%s; %s: %zu events, %zu handled, %lld lost as timer overruns, %zu lost "
-                   "without trace; no resume sample for %zu handlers run back to back and %zu "
-                   "that found the thread asleep",
-                   irq_mechanism(ctx, source), out->where, count, out->handled,
-                   (long long)out->overruns, out->missing, out->nested, out->asleep);
+                   "%s; %s: %llu events, %llu handled, %lld lost as timer overruns, %llu lost "
+                   "without trace; no resume sample for %llu handlers run back to back and %llu "
+                   "that found the thread asleep", irq_mechanism(ctx, source), out->where,
+                   (unsigned long long)count, (unsigned long long)out->handled,
+                   (long long)out->overruns, (unsigned long long)out->missing,
+                   (unsigned long long)out->nested, (unsigned long long)out->asleep);
     if (out->overruns > 0)
-        rtb_warn(ctx, "overrun", "%s: %lld of %zu expiries came while the previous event was "
-                 "still pending", src, (long long)out->overruns, count);
+        rtb_warn(ctx, "overrun", "%s: %lld of %llu expiries came while the previous event was "
+                 "still pending", src, (long long)out->overruns, (unsigned long long)count);
     return ok;
 }

@@ -100,11 +100,11 @@ static void warn_non_monotonic(rtb_ctx *ctx, const trial *tried, int n)
                 (double)s->lost / (double)s->count >= (double)l->lost / (double)l->count)
                 continue;
             rtb_warn(ctx, "stalls",
-                     "losses are not monotonic in the period (%lld of %zu lost at %lld ns, %lld "
-                     "of %zu at the longer %lld ns): the machine stalled during the tries, and "
+                     "losses are not monotonic in the period (%lld of %llu lost at %lld ns, %lld "
+                     "of %llu at the longer %lld ns): the machine stalled during the tries, and "
                      "its stalls, not only its interrupt path, bound the rate",
-                     (long long)s->lost, s->count, (long long)s->period, (long long)l->lost,
-                     l->count, (long long)l->period);
+                     (long long)s->lost, (unsigned long long)s->count, (long long)s->period,
+                     (long long)l->lost, (unsigned long long)l->count, (long long)l->period);
             return;
         }
 }
@@ -194,9 +194,10 @@ static rtb_result run(rtb_ctx *ctx)
     emit_one(ctx, "sustained_period", RTB_KIND_PERIOD, 0, good);
     rtb_emit_check(ctx, "sustained_period", true,
                    "%s; handler on a blocked thread on CPU %d: shortest period without a lost event "
-                   "%lld ns (%.0f events/s) over %zu events%s (tried %s)",
-                   irq_mechanism(ctx, IRQ_TIMER), irq_cpu(ctx), (long long)good, 1e9 / (double)good,
-                   good_n, good / 2 < min && !bad ? "; no loss down to min_period_ns" : "", list);
+                   "%lld ns (%.0f events/s) over %llu events%s (tried %s)",
+                   irq_mechanism(ctx, IRQ_TIMER), irq_cpu(ctx), (long long)good,
+                   1e9 / (double)good, (unsigned long long)good_n,
+                   good / 2 < min && !bad ? "; no loss down to min_period_ns" : "", list);
     return RTB_PASSED;
 }
 

@@ -90,7 +90,7 @@ static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time pe
         rtb_mem_free(x.h_ts);
         rtb_mem_free(x.w_ts);
         irq_spin_free(x.sp);
-        rtb_emit_check_error(ctx, "buffer", "no memory for %zu events", count);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %llu events", (unsigned long long)count);
         return RTB_ERROR;
     }
     memset(x.h_ts, 0, count * sizeof *x.h_ts);
@@ -119,14 +119,17 @@ static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time pe
         snprintf(name, sizeof name, "%s_highest_first", irq_source_name(source));
         size_t paired = out.handled < x.nw ? out.handled : x.nw;
         if (!ctx->port->realtime) {
-            rtb_emit_check_skip(ctx, name, "needs real-time priority (%zu of %zu wake-ups ran "
-                                "after the interrupted thread)", late, paired);
+            rtb_emit_check_skip(ctx, name, "needs real-time priority (%llu of %llu wake-ups ran "
+                                "after the interrupted thread)", (unsigned long long)late,
+                                (unsigned long long)paired);
         } else {
             bool ok = bad == 0 && late == 0 && paired == out.handled;
             rtb_emit_check(ctx, name, ok,
-                           "woken thread at priority %d on CPU %d: %zu handlers, %zu wake-ups, "
-                           "%zu ran after the interrupted thread resumed, %zu out of order",
-                           aw.priority, aw.cpu, out.handled, x.nw, late, bad);
+                           "woken thread at priority %d on CPU %d: %llu handlers, %llu wake-ups, "
+                           "%llu ran after the interrupted thread resumed, %llu out of order",
+                           aw.priority, aw.cpu, (unsigned long long)out.handled,
+                           (unsigned long long)x.nw, (unsigned long long)late,
+                           (unsigned long long)bad);
             if (!ok)
                 r = RTB_FAILED;
         }

@@ -322,9 +322,9 @@ static void report_blocker(rtb_ctx *ctx, const per *p, bool ran, rtb_result *r)
                                     (double)b->latency[i] / 1e3);
     }
     bool pass = seen > 0 && under == 0;
-    rtb_emit_check(ctx, "blocker", pass, "%zu releases held up for %lld us, %zu of them "
-                   "waited less; latency by release: %s", seen, (long long)(b->hold / 1000),
-                   under, list);
+    rtb_emit_check(ctx, "blocker", pass, "%llu releases held up for %lld us, %llu of them "
+                   "waited less; latency by release: %s", (unsigned long long)seen,
+                   (long long)(b->hold / 1000), (unsigned long long)under, list);
     if (!pass)
         *r = RTB_FAILED;
 }
@@ -526,8 +526,8 @@ static rtb_result run(rtb_ctx *ctx)
     for (int i = 0; i < np; i++)
         if (init_per(ctx, &ps[i], multi ? ctx->opt->cpus[i] : ctx->opt->cpu, cap, multi) !=
             RTB_OK) {
-            rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples on %d CPUs", cap,
-                                 np);
+            rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples on %d CPUs",
+                                 (unsigned long long)cap, np);
             r = RTB_ERROR;
             goto out;
         }

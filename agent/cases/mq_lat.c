@@ -81,7 +81,7 @@ static rtb_result point(rtb_ctx *ctx, size_t size, size_t n, rtb_series *one, rt
     rtb_result r = RTB_ERROR;
     int qa = RTB_ENOMEM, qb = RTB_ENOMEM;
     if (!x.a_out || !x.a_in || !x.b_buf || !x.one || !x.round) {
-        rtb_emit_check_error(ctx, "buffer", "no memory for size %zu", size);
+        rtb_emit_check_error(ctx, "buffer", "no memory for size %llu", (unsigned long long)size);
         goto out;
     }
     /* Fault them in now: the echo's store of one[i] lies inside a round trip. */
@@ -90,8 +90,8 @@ static rtb_result point(rtb_ctx *ctx, size_t size, size_t n, rtb_series *one, rt
     qa = rtb_queue_create(&x.ab, size, 1);
     qb = rtb_queue_create(&x.ba, size, 1);
     if (qa != RTB_OK || qb != RTB_OK) {
-        rtb_emit_check_error(ctx, "queue", "cannot create queues of %zu-byte messages (%d, %d)",
-                             size, qa, qb);
+        rtb_emit_check_error(ctx, "queue", "cannot create queues of %llu-byte messages (%d, %d)",
+                             (unsigned long long)size, qa, qb);
         goto out;
     }
     rtb_thread th[2];
@@ -115,8 +115,9 @@ static rtb_result point(rtb_ctx *ctx, size_t size, size_t n, rtb_series *one, rt
         rtb_series_push(rt, x.round[i]);
     }
     if (nt < 2 || rc != RTB_OK || x.done < x.n)
-        rtb_emit_check_error(ctx, "exchange", "size %zu: %zu of %zu round trips completed", size,
-                             x.done, x.n);
+        rtb_emit_check_error(ctx, "exchange", "size %llu: %llu of %llu round trips completed",
+                             (unsigned long long)size, (unsigned long long)x.done,
+                             (unsigned long long)x.n);
     else
         r = RTB_PASSED;
 out:
@@ -148,7 +149,8 @@ static rtb_result run(rtb_ctx *ctx)
         if (rtb_series_init(&one, "one_way", cap) != RTB_OK ||
             rtb_series_init(&rt, "round_trip", cap) != RTB_OK) {
             rtb_series_free(&one);
-            rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", cap);
+            rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples",
+                                 (unsigned long long)cap);
             return RTB_ERROR;
         }
         rtb_series_set_point(&one, "size", sizes[p]);

@@ -119,8 +119,8 @@ static int pending(rtb_ctx *ctx, rtb_queue *q, size_t n, rtb_series *s)
         }
         if (late)
             rtb_warn(ctx, "not_pending",
-                     "in %zu of %zu sends the receiver was not waiting (or ran late)", late,
-                     x.sent);
+                     "in %llu of %llu sends the receiver was not waiting (or ran late)",
+                     (unsigned long long)late, (unsigned long long)x.sent);
         if (rc == RTB_OK && x.sent < n)
             rc = RTB_EFAIL;
     }
@@ -160,12 +160,12 @@ static rtb_result full(rtb_ctx *ctx, rtb_queue *q, size_t n, rtb_series *s)
     bool ok = other == 0 && eagain > 0;
     if (other)
         rtb_emit_check(ctx, "full", false,
-                       "%zu sends to the full queue returned RTB_EAGAIN, %zu something else "
+                       "%llu sends to the full queue returned RTB_EAGAIN, %llu something else "
                        "(last: %d)",
-                       eagain, other, other_rc);
+                       (unsigned long long)eagain, (unsigned long long)other, other_rc);
     else
-        rtb_emit_check(ctx, "full", ok, "%zu of %zu sends to the full queue returned RTB_EAGAIN",
-                       eagain, eagain);
+        rtb_emit_check(ctx, "full", ok, "%llu of %llu sends to the full queue returned RTB_EAGAIN",
+                       (unsigned long long)eagain, (unsigned long long)eagain);
     return ok ? RTB_PASSED : RTB_FAILED;
 }
 

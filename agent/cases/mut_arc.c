@@ -122,16 +122,17 @@ static rtb_result measure(rtb_ctx *ctx, arc *x, rtb_series *acq, rtb_series *rel
     }
     if (!ctx->port->realtime) {
         rtb_emit_check_skip(ctx, "inheritance",
-                            "needs real-time priority (%s); of %zu iterations %zu were "
-                            "not set up and medium ran first in %zu",
-                            ctx->port->rt_detail, x->completed, skipped, inverted);
+                            "needs real-time priority (%s); of %llu iterations %llu were "
+                            "not set up and medium ran first in %llu", ctx->port->rt_detail,
+                            (unsigned long long)x->completed, (unsigned long long)skipped,
+                            (unsigned long long)inverted);
         return RTB_SKIPPED;
     }
     bool ok = inverted == 0 && skipped == 0 && x->completed == x->n;
     rtb_emit_check(ctx, "inheritance", ok,
-                   "%zu of %zu iterations done, %zu not set up; medium ran before the owner "
-                   "released in %zu",
-                   x->completed, x->n, skipped, inverted);
+                   "%llu of %llu iterations done, %llu not set up; medium ran before the owner "
+                   "released in %llu", (unsigned long long)x->completed, (unsigned long long)x->n,
+                   (unsigned long long)skipped, (unsigned long long)inverted);
     return ok ? RTB_PASSED : RTB_FAILED;
 }
 
@@ -151,7 +152,8 @@ static rtb_result run(rtb_ctx *ctx)
     mem = rtb_series_init(&rel, "release", cap) == RTB_OK && mem;
     rtb_result r;
     if (!mem) {
-        rtb_emit_check_error(ctx, "buffer", "no memory for %zu iterations", x.n);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %llu iterations",
+                             (unsigned long long)x.n);
         r = RTB_ERROR;
     } else {
         r = measure(ctx, &x, &acq, &rel);

@@ -20,12 +20,12 @@ static rtb_result run(rtb_ctx *ctx)
     rtb_mutex m;
     size_t cap = n < ctx->opt->max_samples ? n : ctx->opt->max_samples;
     if (rtb_series_init(&lock, "lock", cap) != RTB_OK) {
-        rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", cap);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples", (unsigned long long)cap);
         return RTB_ERROR;
     }
     if (rtb_series_init(&unlock, "unlock", cap) != RTB_OK) {
         rtb_series_free(&lock);
-        rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", cap);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples", (unsigned long long)cap);
         return RTB_ERROR;
     }
     rtb_result r = RTB_PASSED;

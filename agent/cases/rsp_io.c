@@ -156,7 +156,7 @@ static rtb_result scenario(rsp *x, const char *line_name, size_t count, const in
         rtb_series_init(&x->fall, "falling", cap) != RTB_OK) {
         rtb_series_free(&x->fall);
         rtb_series_free(&x->rise);
-        rtb_emit_check_error(ctx, name, "no memory for %zu samples", cap);
+        rtb_emit_check_error(ctx, name, "no memory for %llu samples", (unsigned long long)cap);
         return RTB_ERROR;
     }
     rtb_series *ser[2] = {&x->fall, &x->rise};
@@ -178,8 +178,8 @@ static rtb_result scenario(rsp *x, const char *line_name, size_t count, const in
         rtb_time now = rtb_clock_now(), last = ctx->deadline - 3000000000 - timeout;
         rtb_time until = now + (last - now) / (x->left > 0 ? x->left : 1);
         char cmd[128];
-        snprintf(cmd, sizeof cmd, "run %zu %lld %lld %lld %llu %lld", count, (long long)g[0],
-                 (long long)g[1], (long long)timeout, (unsigned long long)seed,
+        snprintf(cmd, sizeof cmd, "run %llu %lld %lld %lld %llu %lld", (unsigned long long)count,
+                 (long long)g[0], (long long)g[1], (long long)timeout, (unsigned long long)seed,
                  (long long)until);
         rtb_time limit = until + timeout + 1000000000;
         rc = rtb_stim_send(&x->stim, cmd);
@@ -218,8 +218,9 @@ static rtb_result scenario(rsp *x, const char *line_name, size_t count, const in
         r = RTB_ERROR;
     } else {
         if ((size_t)t.sent < count)
-            rtb_warn(ctx, "truncated", "scenario %s over a %s line: %ld of %zu edges sent "
-                     "within the case's time budget", scen_name[s], line_name, t.sent, count);
+            rtb_warn(ctx, "truncated", "scenario %s over a %s line: %ld of %llu edges sent "
+                     "within the case's time budget", scen_name[s], line_name, t.sent,
+                     (unsigned long long)count);
         bool ok = lost == 0 && atomic_load(&x->errors) == 0;
         char where[32] = "any CPU (--no-pin)";
         if (ctx->opt->pinned)
@@ -227,13 +228,14 @@ static rtb_result scenario(rsp *x, const char *line_name, size_t count, const in
         rtb_emit_check(ctx, name, ok,
                        "%s on %s over a %s line: %ld edges, %ld answered (rising %ld, "
                        "falling %ld), %ld lost (no answer within %lld ms: rising %ld, falling "
-                       "%ld), %ld stale answers; the agent answered %zu times%s; the handler "
-                       "took %zu edges first; the task ran %zu work chunks",
-                       scen_what[s], where, line_name, t.sent, answered, t.got[1], t.got[0],
-                       lost, (long long)(timeout / 1000000), t.parsed_lost[1],
-                       t.parsed_lost[0], t.stale, atomic_load(&x->answered),
+                       "%ld), %ld stale answers; the agent answered %llu times%s; the handler "
+                       "took %llu edges first; the task ran %llu work chunks", scen_what[s], where,
+                       line_name, t.sent, answered, t.got[1], t.got[0], lost,
+                       (long long)(timeout / 1000000), t.parsed_lost[1], t.parsed_lost[0],
+                       t.stale, (unsigned long long)atomic_load(&x->answered),
                        atomic_load(&x->errors) ? " (some output writes failed)" : "",
-                       atomic_load(&x->handled), atomic_load(&x->chunks));
+                       (unsigned long long)atomic_load(&x->handled),
+                       (unsigned long long)atomic_load(&x->chunks));
         if (!ok)
             r = RTB_FAILED;
     }

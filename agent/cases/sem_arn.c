@@ -17,12 +17,13 @@ static rtb_result run(rtb_ctx *ctx)
     rtb_series give, take;
     rtb_sem s;
     if (rtb_series_init(&give, "give", cap) != RTB_OK) {
-        rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", cap);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples", (unsigned long long)cap);
         return RTB_ERROR;
     }
     if (rtb_series_init(&take, "take", cap) != RTB_OK || rtb_sem_create(&s, 0) != RTB_OK) {
         rtb_series_free(&give);
-        rtb_emit_check_error(ctx, "setup", "no memory for %zu samples or no semaphore", cap);
+        rtb_emit_check_error(ctx, "setup", "no memory for %llu samples or no semaphore",
+                             (unsigned long long)cap);
         return RTB_ERROR;
     }
     rtb_thread_self_set(rtb_attr(ctx, "sem-arn", 0).priority, ctx->opt->cpu);

@@ -29,7 +29,7 @@ static rtb_result run(rtb_ctx *ctx)
     }
     rtb_result r = RTB_PASSED;
     if (ready < 2) {
-        rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", cap);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples", (unsigned long long)cap);
         r = RTB_ERROR;
     }
     rtb_thread_self_set(rtb_attr(ctx, "sem-new", 0).priority, ctx->opt->cpu);

@@ -60,8 +60,8 @@ static bool check_order(rtb_ctx *ctx, const shf *x)
             bad++;
     bool counts_ok = x->na == x->nb || x->na == x->nb + 1;
     bool ok = bad == 0 && counts_ok && n > 0;
-    rtb_emit_check(ctx, "order", ok, "A gave %zu times, B ran %zu times, %zu out of order",
-                   x->na, x->nb, bad);
+    rtb_emit_check(ctx, "order", ok, "A gave %llu times, B ran %llu times, %llu out of order",
+                   (unsigned long long)x->na, (unsigned long long)x->nb, (unsigned long long)bad);
     return ok;
 }
 
@@ -75,7 +75,8 @@ static rtb_result run(rtb_ctx *ctx)
     if (!x.ta || !x.tb || rtb_series_init(&s, "give_to_run", x.cap) != RTB_OK) {
         rtb_mem_free(x.ta);
         rtb_mem_free(x.tb);
-        rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", x.cap);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples",
+                             (unsigned long long)x.cap);
         return RTB_ERROR;
     }
     /* Fault them in now: A stores its stamp inside the sample. */

@@ -111,12 +111,13 @@ static rtb_result run(rtb_ctx *ctx)
     rtb_series av, un;
     rtb_sem s;
     if (rtb_series_init(&av, "available", cap) != RTB_OK) {
-        rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", cap);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples", (unsigned long long)cap);
         return RTB_ERROR;
     }
     if (rtb_series_init(&un, "unavailable", cap) != RTB_OK || rtb_sem_create(&s, 1) != RTB_OK) {
         rtb_series_free(&av);
-        rtb_emit_check_error(ctx, "setup", "no memory for %zu samples or no semaphore", cap);
+        rtb_emit_check_error(ctx, "setup", "no memory for %llu samples or no semaphore",
+                             (unsigned long long)cap);
         return RTB_ERROR;
     }
     rtb_result r = RTB_PASSED;

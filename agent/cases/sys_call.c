@@ -138,7 +138,8 @@ static rtb_result run(rtb_ctx *ctx)
         ready++;
     rtb_result r = RTB_ERROR;
     if (ready < ROWS) {
-        rtb_emit_check_error(ctx, "buffer", "no memory for %d x %zu samples", ROWS, cap);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %d x %llu samples", ROWS,
+                             (unsigned long long)cap);
     } else if ((r = measure(ctx, &x, n)) != RTB_PASSED) {
         rtb_emit_check_error(ctx, "objects", "cannot create the semaphore, mutex, queue or timer");
     } else {

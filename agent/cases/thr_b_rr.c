@@ -173,9 +173,9 @@ static int fairness(const rr_thread *t, int n, int64_t tol, char *out, size_t ca
      * the CPU's speed varying (a shared host). */
     double tspread = tsum ? (double)(thi - tlo) * 100.0 * n / (double)tsum : 0.0;
     snprintf(out, cap,
-             "counts over %zu slices each: %llu..%llu, spread %.1f%% of the mean (limit %lld%%); "
-             "time in those slices spread %.1f%%",
-             r, (unsigned long long)lo, (unsigned long long)hi, spread, (long long)tol, tspread);
+             "counts over %llu slices each: %llu..%llu, spread %.1f%% of the mean (limit %lld%%); "
+             "time in those slices spread %.1f%%", (unsigned long long)r, (unsigned long long)lo,
+             (unsigned long long)hi, spread, (long long)tol, tspread);
     *host_noise = spread > (double)tol && tspread <= (double)tol;
     return spread <= (double)tol;
 }
@@ -202,8 +202,8 @@ static int first_slice(const rr_thread *t, int n, int64_t tol, char *out, size_t
     rtb_time median = v[later / 2];
     rtb_mem_free(v);
     bool ok = (double)longest_first <= (double)median * (1.0 + (double)tol / 100.0);
-    snprintf(out, cap, "longest first slice %.2f ms, median later slice %.2f ms (%zu), ratio %.2f",
-             (double)longest_first / 1e6, (double)median / 1e6, later,
+    snprintf(out, cap, "longest first slice %.2f ms, median later slice %.2f ms (%llu), ratio %.2f",
+             (double)longest_first / 1e6, (double)median / 1e6, (unsigned long long)later,
              median ? (double)longest_first / (double)median : 0.0);
     return ok;
 }
@@ -283,7 +283,8 @@ static rtb_result run(rtb_ctx *ctx)
                      "throttling): left out of the slice lengths",
                      (unsigned long long)ngaps, GAP_NS / 1000000);
         if (dropped)
-            rtb_warn(ctx, "buffer_full", "%zu slices beyond the log were not analysed", dropped);
+            rtb_warn(ctx, "buffer_full", "%llu slices beyond the log were not analysed",
+                     (unsigned long long)dropped);
         char detail[512];
         bool failed = false, errored = false, skipped = false;
         static const char *const names[] = {"fairness", "first_slice"};

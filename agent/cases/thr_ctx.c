@@ -147,8 +147,8 @@ static rtb_result run_point(rtb_ctx *ctx, ctxsw *x, int extra, int lo, int hi)
         for (size_t i = 0; i + 1 < stamps; i++)
             rtb_series_push(&s, x->log[i + 1] - x->log[i]);
         if (x->h_done < x->rounds) {
-            rtb_emit_check_error(ctx, "handoff", "n=%d: only %zu of %zu rounds completed", extra,
-                                 x->h_done, x->rounds);
+            rtb_emit_check_error(ctx, "handoff", "n=%d: only %llu of %llu rounds completed", extra,
+                                 (unsigned long long)x->h_done, (unsigned long long)x->rounds);
             r = RTB_ERROR;
         }
     }
@@ -174,7 +174,8 @@ static rtb_result run(rtb_ctx *ctx)
     }
     x.log = rtb_mem_alloc((2 * x.rounds + 1) * sizeof *x.log);
     if (!x.log) {
-        rtb_emit_check_error(ctx, "buffer", "no memory for %zu stamps", 2 * x.rounds + 1);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %llu stamps",
+                             (unsigned long long)2 * x.rounds + 1);
         return RTB_ERROR;
     }
     memset(x.log, 0xff, (2 * x.rounds + 1) * sizeof *x.log); /* fault it in now */

@@ -142,7 +142,7 @@ static rtb_result run(rtb_ctx *ctx)
     }
     rtb_result r = RTB_PASSED;
     if (ready < 3) {
-        rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", n);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples", (unsigned long long)n);
         r = RTB_ERROR;
     }
     /* This thread is the creator, at the case's base priority: new
@@ -156,14 +156,15 @@ static rtb_result run(rtb_ctx *ctx)
             one(ctx, sc, &cr[sc - 1], &de[sc - 1], &t[sc - 1]);
     for (int sc = 1; sc <= 3; sc++) {
         if (t[sc - 1].failed) {
-            rtb_emit_check_error(ctx, "calls", "scenario %d (%s): %zu of %zu iterations failed",
-                                 sc, what[sc], t[sc - 1].failed, n);
+            rtb_emit_check_error(ctx, "calls", "scenario %d (%s): %llu of %llu iterations failed",
+                                 sc, what[sc], (unsigned long long)t[sc - 1].failed,
+                                 (unsigned long long)n);
             r = RTB_ERROR;
         }
         if (t[sc - 1].off_script)
             rtb_warn(ctx, ctx->port->realtime ? "off_script" : "not_realtime",
-                     "scenario %d (%s): in %zu of %zu iterations the new thread %s", sc, what[sc],
-                     t[sc - 1].off_script, n,
+                     "scenario %d (%s): in %llu of %llu iterations the new thread %s", sc,
+                     what[sc], (unsigned long long)t[sc - 1].off_script, (unsigned long long)n,
                      sc == 1 ? "ran before it was deleted" : "had not run when create returned");
     }
     for (int i = 0; i < ready; i++) {

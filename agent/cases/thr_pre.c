@@ -65,7 +65,8 @@ static rtb_result run(rtb_ctx *ctx)
     pre x = {.ctx = ctx, .period = rtb_param(ctx, "period_us") * 1000};
     int nload = (int)rtb_param(ctx, "load_threads");
     if (rtb_series_init(&x.s, "preempt", ctx->opt->max_samples) != RTB_OK) {
-        rtb_emit_check_error(ctx, "buffer", "no memory for %zu samples", ctx->opt->max_samples);
+        rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples",
+                             (unsigned long long)ctx->opt->max_samples);
         return RTB_ERROR;
     }
     rtb_sem_create(&x.go, 0);
@@ -128,7 +129,7 @@ static rtb_result run(rtb_ctx *ctx)
             r = RTB_FAILED;
     }
     if (r == RTB_PASSED && x.s.hist.n + 1 < x.gives)
-        rtb_warn(ctx, "lost_wakeups", "%zu gives but %llu wake-ups", x.gives,
+        rtb_warn(ctx, "lost_wakeups", "%llu gives but %llu wake-ups", (unsigned long long)x.gives,
                  (unsigned long long)x.s.hist.n);
     if (r != RTB_UNSUPPORTED)
         rtb_emit_series(ctx, &x.s);

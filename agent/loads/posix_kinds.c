@@ -107,7 +107,8 @@ static void memory_run(load_worker *w)
     char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED) {
-        load_fail(w, "cannot map %zu MiB: %s (set memory:mb=)", mb, strerror(errno));
+        load_fail(w, "cannot map %llu MiB: %s (set memory:mb=)", (unsigned long long)mb,
+                  strerror(errno));
         return;
     }
     load_ready(w);

@@ -4,7 +4,8 @@
  * same call (a figure then reads as garbage). size_t is unsigned int on
  * ARM EABI, so dropping the `z` is exact. The linker wraps newlib's
  * formatting workers (-Wl,--wrap=...), so every printf-family call is
- * covered. */
+ * covered. Portable code prints a size_t as %llu with a cast; this stays
+ * while a case still has %zu (cases/thr_sw.c). */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
