@@ -452,7 +452,11 @@ static int init_per(rtb_ctx *ctx, per *p, int cpu, size_t cap, bool multi)
      * lengths of time, not costs: only `latency` is one. */
     rtb_series_set_kind(&p->iv, RTB_KIND_DURATION);
     rtb_series_set_kind(&p->dev, RTB_KIND_DURATION);
-    rtb_hist_init_linear(&p->dev.hist, -DEV_US * 1000, 1000, 2 * DEV_US + 1);
+    /* +-DEV_US in 1 us buckets, wider where a port keeps fewer buckets
+     * (the layout in the record says which). */
+    int width_us = (2 * DEV_US + 1 + RTB_HIST_MAX_BUCKETS - 1) / RTB_HIST_MAX_BUCKETS;
+    rtb_hist_init_linear(&p->dev.hist, -DEV_US * 1000, width_us * 1000,
+                         (2 * DEV_US + 1 + width_us - 1) / width_us);
     if (multi) {
         rtb_series_set_point(&p->lat, "cpu", cpu);
         rtb_series_set_point(&p->iv, "cpu", cpu);

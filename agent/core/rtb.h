@@ -68,14 +68,14 @@ typedef struct rtb_stream {
     rtb_mutex lock; /* the watchdog may write while a case is stuck */
     rtb_json json;
     char body[RTB_BODY_CAP];
-    char line[RTB_BODY_CAP + 128];
     const char *kind;
     bool urgent;
     char urgent_body[2048];
-    char urgent_line[2048 + 128];
 } rtb_stream;
 
 uint32_t rtb_crc32(const void *data, size_t len);
+/* The CRC of what `crc` covered followed by data (crc 0: nothing yet). */
+uint32_t rtb_crc32_update(uint32_t crc, const void *data, size_t len);
 void rtb_stream_init(rtb_stream *s, FILE *out);
 /* Starts a record; the caller adds members to the returned writer and
  * finishes with rtb_rec_end(), which writes and flushes the line. */

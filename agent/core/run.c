@@ -106,7 +106,9 @@ static void exact_keys(rtb_json *j, const rtb_hist *h)
 }
 
 /* Zig-zag LEB128 deltas in base64: docs/wire-format.md, "samples". */
-#define CHUNK 512
+/* Samples a record: at most 10 bytes each, 4/3 of that in base64, so a
+ * chunk takes under half the record body (512 at a 16 KiB body). */
+#define CHUNK (RTB_BODY_CAP / 32 < 512 ? RTB_BODY_CAP / 32 : 512)
 
 static size_t encode_chunk(const int64_t *v, size_t n, unsigned char *out)
 {

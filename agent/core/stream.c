@@ -6,7 +6,9 @@
 
 #include "rtb.h"
 
-uint32_t rtb_crc32(const void *data, size_t len)
+uint32_t rtb_crc32(const void *data, size_t len) { return rtb_crc32_update(0, data, len); }
+
+uint32_t rtb_crc32_update(uint32_t crc, const void *data, size_t len)
 {
     /* Table built on first use: no heap, and 1 KiB of .bss is fine. */
     static uint32_t table[256];
@@ -20,7 +22,7 @@ uint32_t rtb_crc32(const void *data, size_t len)
         }
         atomic_store_explicit(&ready, true, memory_order_release);
     }
-    uint32_t crc = 0xFFFFFFFFu;
+    crc ^= 0xFFFFFFFFu;
     const unsigned char *p = data;
     for (size_t i = 0; i < len; i++)
         crc = table[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
@@ -60,14 +62,18 @@ rtb_json *rtb_rec_begin_urgent(rtb_stream *s, const char *kind)
 void rtb_rec_end(rtb_stream *s)
 {
     rtb_json_obj_end(&s->json);
-    char *line = s->urgent ? s->urgent_line : s->line;
-    char seq[24];
+    /* The line is written in three pieces, its CRC taken over the first two
+     * as one: no copy of the body (RAM a small board lacks). A record the
+     * watchdog writes in between damages this line, which the host then
+     * drops by its CRC, never misreads. */
+    char head[64], seq[24];
     rtb_fmt_u64(seq, s->seq);
-    int n = snprintf(line, 64, "%d %s %s ", RTB_STREAM_FORMAT, seq, s->kind);
-    memcpy(line + n, s->json.buf, s->json.len);
-    size_t len = (size_t)n + s->json.len;
-    uint32_t crc = rtb_crc32(line, len);
-    fprintf(s->out, "@rtb %.*s %08lx\n", (int)len, line, (unsigned long)crc);
+    int n = snprintf(head, sizeof head, "%d %s %s ", RTB_STREAM_FORMAT, seq, s->kind);
+    uint32_t crc = rtb_crc32_update(rtb_crc32_update(0, head, (size_t)n), s->json.buf,
+                                    s->json.len);
+    fprintf(s->out, "@rtb %s", head);
+    fwrite(s->json.buf, 1, s->json.len, s->out);
+    fprintf(s->out, " %08lx\n", (unsigned long)crc);
     fflush(s->out);
     s->seq++;
     if (!s->urgent)

@@ -24,8 +24,9 @@
 #define RTB_FREERTOS_QUEUE_ARENA (64 * 1024)
 /* Bulk memory (mps2-an385: PSRAM), not cleared at start. */
 #define RTB_BULK __attribute__((section(".psram")))
-/* The task that runs the agent's plan (the core's runner, the cases). */
-#define RTB_FREERTOS_MAIN_STACK (16 * 1024) /* the runner and the cases' own frames */
+/* The task that runs the agent's plan: the runner's and the cases' own frames: at most ~6 KiB (IRQ-SUS, CLK-DUR;
+ * bench/bench_freertos.py prints each case's high-water mark). */
+#define RTB_FREERTOS_MAIN_STACK (8 * 1024)
 
 /* A thread's stack use, noted when it is joined: the firmware reports the
  * high-water mark of every case (freertos_stack_report). */

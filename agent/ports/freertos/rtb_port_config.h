@@ -19,6 +19,11 @@
 #define RTB_MAX_SAMPLES_DEFAULT 2000
 #define RTB_MAX_SAMPLES_LIMIT 200000
 #define RTB_MAX_RUN 64
-#define RTB_STREAM_BODY_CAP 16384
+/* RAM (issue 10: a small case under 64 KiB): a record body of 8 KiB holds
+ * a histogram's non-empty buckets and a samples chunk (core/run.c sizes it
+ * from the body); 1024 buckets keep a log2 histogram at 16 sub-buckets an
+ * octave (6 %), 8 KiB of counters a series. */
+#define RTB_STREAM_BODY_CAP 8192
+#define RTB_HIST_BUCKETS 1024
 
 #endif
