@@ -6,6 +6,7 @@
  * yield. A run-wide --load is `none` only (the POSIX kinds are file,
  * memory and process storms this board has no counterpart for). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "FreeRTOS.h"
@@ -31,10 +32,7 @@ struct rtb_load {
     rtb_thread th[MAX_LOAD_THREADS];
     kernel_worker w[MAX_LOAD_THREADS];
     atomic_bool stop;
-    bool used;
 };
-
-static rtb_load loads[2]; /* a case starts one at a time */
 
 static void kernel_storm(void *arg)
 {
@@ -98,7 +96,7 @@ int rtb_load_stop(rtb_load *l, rtb_time deadline, rtb_load_stats *st)
         st->unit = "kernel-call rounds";
     }
     if (rc == RTB_OK)
-        l->used = false;
+        free(l); /* else a thread may still use it: deliberately kept */
     return rc;
 }
 
@@ -128,20 +126,13 @@ int rtb_load_start(rtb_load **out, const char *kind, int n, int cpu, int priorit
         snprintf(err, errcap, "at most %d load threads on this port", MAX_LOAD_THREADS);
         return RTB_EINVAL;
     }
-    rtb_load *l = NULL;
-    vTaskSuspendAll();
-    for (size_t i = 0; i < sizeof loads / sizeof loads[0] && !l; i++)
-        if (!loads[i].used) {
-            l = &loads[i];
-            l->used = true;
-        }
-    (void)xTaskResumeAll();
+    /* From the heap, before anything is measured: only the cases that
+     * start a load pay its 6 KiB of RAM. */
+    rtb_load *l = calloc(1, sizeof *l);
     if (!l) {
-        snprintf(err, errcap, "too many loads at once");
+        snprintf(err, errcap, "no memory for a load of %d threads", n);
         return RTB_ENOMEM;
     }
-    atomic_store(&l->stop, false);
-    l->n = 0;
     /* 0: "normal" scheduling, FreeRTOS's lowest priority above idle. */
     rtb_thread_attr a = {.name = "load-kernel", .priority = priority > 0 ? priority : 1,
                          .cpu = -1};
