@@ -28,6 +28,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from rtbench.reports import live
+
 FALLBACK_S = 1.0  # a case with no duration in its plan: a count of iterations
 OVERHEAD_S = 0.3  # starting threads, emitting the series
 
@@ -80,7 +82,11 @@ class RunProgress:
     `console`: a live bar on a terminal, else a line per case."""
 
     def __init__(
-        self, plan: Sequence[Planned], defaults: Mapping[str, Sequence[Any]], console: Console
+        self,
+        plan: Sequence[Planned],
+        defaults: Mapping[str, Sequence[Any]],
+        console: Console,
+        planned_s: float | None = None,
     ):
         self.names = [p.case for p in plan]
         self.estimates = [expected_s(p.params, defaults.get(p.case, ())) for p in plan]
@@ -92,6 +98,8 @@ class RunProgress:
         self.live = console.is_terminal
         self.bar: Progress | None = None
         self.task: Any = None
+        self.planned_s = planned_s  # a soak run's --duration, for "12 s of 60 s"
+        self.heading = "starting the agent"
 
     @property
     def total(self) -> float:
@@ -139,7 +147,8 @@ class RunProgress:
         # the previous case's end.
         if self.bar is not None:
             i = min(self.done, len(self.names) - 1)
-            self.bar.update(self.task, description=f"{case} · case {i + 1}/{len(self.names)}")
+            self.heading = f"{case} · case {i + 1}/{len(self.names)}"
+            self.bar.update(self.task, description=self.heading)
 
     def end(self, case: str, result: str) -> None:
         now = time.monotonic()
@@ -148,7 +157,7 @@ class RunProgress:
         self.spent_estimate += estimate
         took, self.case_started = now - self.case_started, now
         if self.bar is not None:
-            self.bar.update(self.task, completed=self.spent_estimate)
+            self.bar.update(self.task, completed=self.spent_estimate, description=self.heading)
             return
         self.console.print(
             f"[{self.done}/{len(self.names)}] {case} {result} in {took:.1f} s"
@@ -162,3 +171,16 @@ class RunProgress:
             self.begin(str(body.get("case", "")))
         elif kind == "end":
             self.end(str(body.get("case", "")), str(body.get("result", "")))
+        elif kind == "progress":
+            self.figures(live.snapshot(dict(body)))
+
+    def figures(self, snap: live.Snapshot) -> None:
+        """A long case's interim per-CPU figures: rows under the bar on a
+        terminal, one line per record when piped."""
+        if self.bar is not None:
+            rows = live.table_lines(snap, self.planned_s)
+            self.bar.update(self.task, description="\n".join([self.heading, *rows]))
+        else:
+            self.console.print(
+                live.one_line(snap, self.planned_s), highlight=False, markup=False, soft_wrap=True
+            )
