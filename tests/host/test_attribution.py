@@ -220,3 +220,24 @@ def test_a_lower_task_that_keeps_the_cpu_after_the_wake_up_is_a_non_preemptible_
 
 def test_no_break_marker_no_spike() -> None:
     assert attribute([sw(1, TASK, HOG), sw(2, HOG, TASK)]) == []
+
+
+def test_a_hog_whose_switch_in_was_overwritten_is_named_by_its_own_events() -> None:
+    """A flight recorder keeps only its newest pages: the switch into a hog
+    that ran for a long time is gone, and the oldest event kept on the CPU
+    is from the idle task before it. The hog's own events (interrupts it
+    took) name it; the idle task's earlier event must not claim its time."""
+    s = timeline(
+        300,
+        [
+            ev(400 * US, "irq_vectors:local_timer_entry", IDLE[1], vector=236),
+            ev(401 * US, "irq_vectors:local_timer_exit", IDLE[1], vector=236),
+            # (lost here: the switch idle -> hog)
+            ev(900 * US, "irq_vectors:local_timer_entry", HOG[1], vector=236),
+            ev(905 * US, "irq_vectors:local_timer_exit", HOG[1], vector=236),
+            ev(1001 * US, "sched:sched_waking", HOG[1], pid=TASK[1], comm="jit-per", prio=19),
+            sw(1300 * US, HOG, TASK),
+        ],
+    )
+    assert s.culprit is not None and s.culprit.task == Task("hog", 60, 4), s.headline()
+    assert "idle" not in s.headline()

@@ -331,7 +331,15 @@ def _credit(
 
     prev = mine[first].ts if mine else start
     for e in mine[first:]:
-        if current is None and e.name != "sched:sched_switch" and e.pid >= 0:
+        # Any other event on the CPU names the task it interrupted or ran
+        # in: the ground truth when a switch is missing (a flight
+        # recorder overwrites its oldest pages, the switch into a
+        # long-running hog among them).
+        if (
+            e.name != "sched:sched_switch"
+            and e.pid >= 0
+            and (current is None or current.pid != e.pid)
+        ):
             current = comms.get(e.pid, Task("?", e.pid, None))
         give(prev, e.ts)
         prev = e.ts
@@ -364,6 +372,7 @@ def _credit(
                     break
         elif e.name == LOST:
             stack.clear()
+            current = None  # the switches lost with the events are unknown
     give(prev, end)
     # A task's name and priority as the trace last gave them (a thread that
     # raised its own priority after it was switched in shows the raised one).
