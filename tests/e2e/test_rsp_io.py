@@ -42,10 +42,16 @@ def test_report_sets_the_published_figures_beside_the_rising_series(
     assert r.returncode in (0, 1), r.stdout + r.stderr
     r = rtbench("report", "latest", "-o", "-")
     assert r.returncode == 0, r.stderr
+    # One box for the case; a row per published figure, beside its series.
+    m = re.search(r"#### Published, other hardware: RSP-IO\n(.*?)(?=\n#|\Z)", r.stdout, re.S)
+    assert m, r.stdout
+    box = m.group(1)
+    assert "[D] Pavlas" in box.replace("\\", "")
     for s, published in (("a", "loop only"), ("c", "loop + task + IRQ"), ("e", "IRQ (with")):
-        head = re.escape(f"Published, other hardware: rising\\[line=pipe,scenario={s}\\]")
-        m = re.search(head + r"(.*?)(?=####|\Z)", r.stdout, re.S)
-        assert m, (s, r.stdout)
-        assert published in m.group(1) and "[D] Pavlas" in m.group(1)
-    # The published figures are of the rising edge only.
-    assert "Published, other hardware: falling" not in r.stdout
+        rows = [
+            row
+            for row in box.splitlines()
+            if row.startswith(f"| rising\\[line=pipe,scenario={s}\\] |")
+        ]
+        assert rows and all(published in row and "[D" in row for row in rows), (s, box)
+    assert "| falling" not in box
