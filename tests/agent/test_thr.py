@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -248,3 +249,46 @@ def test_behaviour_checks_are_skipped_without_realtime(public_agent: Path, run_a
     # The timed figure is still produced, and nothing was an error.
     assert rr.find("slice") is not None
     assert r.run.bye is not None and r.run.bye["result"] == "passed" and r.code == 0
+
+
+# ---- THR-SW --------------------------------------------------------------
+
+
+def test_switching_measures_the_whole_duration_window_by_window(
+    test_agent: Path, run_agent: Any
+) -> None:
+    """A log far smaller than the switches of the duration: the case
+    analyses and empties it window by window instead of stopping when it is
+    full. The negative control is the old behaviour, which stopped at the
+    first full log: its n could never pass `cap`."""
+    cap, duration_ms, k = 500, 1000, 4
+    r = run_agent(
+        test_agent,
+        [*PRIO, "--max-samples", str(cap), f"THR-SW:n=2,5:duration_ms={duration_ms}"],
+    )
+    case = r.run.case("THR-SW")
+    assert case is not None and case.outcome in ("passed", "failed"), r.stderr
+    # The two points ran for their duration each (the wall time of the case).
+    assert case.duration_ns >= 2 * duration_ms * 1_000_000
+    assert "buffer_full" not in {w.code for w in r.run.all_warnings()}
+    rotation = {c.detail.split(":")[0]: c for c in case.checks if c.name == "rotation"}
+    for n in (2, 5):
+        s = case.find("switch", {"n": n})
+        assert s is not None and s.samples is not None
+        assert s.n > cap * k, (n, s.n)  # many logs' worth: it did not stop at the first
+        windows = int(s.attrs["windows"])
+        assert windows > k
+        # Raw samples: the first `cap` switches; the rest only in n/min/max.
+        assert len(s.samples) == cap and s.holes == 0
+        assert len(s.samples) + s.dropped == s.n
+        assert s.hist is not None and sum(c for _, c in s.hist.counts) == s.n
+        if f"n={n}" in rotation:  # with real-time priority
+            c = rotation[f"n={n}"]
+            m = re.search(r"(\d+) switches from (\d+) stamps in (\d+) windows", c.detail)
+            assert m is not None, c.detail
+            switches, stamps, counted_windows = map(int, m.groups())
+            assert switches == s.n and counted_windows == windows
+            # Every pair of stamps inside a window is a switch, none across two.
+            if c.verdict == "pass":
+                assert s.n == stamps - windows
+            assert s.n <= stamps - windows
