@@ -16,10 +16,10 @@ from rtbench.analysis.evt import EvtResult, worst_case
 from rtbench.analysis.rating import Rating, overall_rating, rate_run
 from rtbench.analysis.scores import Score, composite_score, indicator_scores
 from rtbench.analysis.stats import PCT_NAMES, SIGMA3_CASES, Stats, has_all_samples, series_stats
-from rtbench.analysis.stored import hist_note
 from rtbench.model import CaseResult, Check, Run, Series, StreamIssue, Warning, point_key
 from rtbench.reference import ReferenceFigure, figures_for
 from rtbench.reports import charts
+from rtbench.reports.figures import series_flags
 from rtbench.reports.jitter import JitterTable, jitter_series, jitter_table
 from rtbench.reports.summary import Summary, summarize
 from rtbench.reports.units import fmt_value, is_latency, unit_of
@@ -180,20 +180,7 @@ def _cells(s: Series, st: Stats) -> dict[str, str]:
 
 
 def _flags(run: Run, s: Series, st: Stats) -> list[str]:
-    flags = []
-    if not run.realtime:
-        flags.append("not_realtime")
-    if run.emulated:
-        flags.append("emulated")
-    if st.bounded:
-        flags.append("percentiles are bucket bounds (no raw samples)")
-    if s.dropped:
-        flags.append(f"{s.dropped} samples not buffered (still in n/min/max)")
-    if s.holes:
-        flags.append(f"{s.holes} samples lost in the stream")
-    note = hist_note(s)
-    if note:
-        flags.append(note)
+    flags = [sentence for _, sentence in series_flags(run, s, st)]
     if st.filtered_max is not None:
         flags.append(
             f"3σ filter: max {fmt(st.filtered_max, s.unit)} without "

@@ -79,22 +79,30 @@ def _series_row(run: Run, case: str, s: Series, st: Stats) -> Row:
     return row
 
 
-def _flags(run: Run, s: Series, st: Stats) -> list[str]:
+def series_flags(run: Run, s: Series, st: Stats) -> list[tuple[str, str]]:
+    """What qualifies a series' figures: (short flag for tables, sentence
+    for reports), in one place for every renderer."""
     flags = []
     if not run.realtime:
-        flags.append("not_realtime")
+        flags.append(("not_realtime", "not_realtime"))
     if run.emulated:
-        flags.append("emulated")
+        flags.append(("emulated", "emulated"))
     if st.bounded:
-        flags.append("p≤bucket")
+        flags.append(("p≤bucket", "percentiles are bucket bounds (no raw samples)"))
     if s.dropped:
-        flags.append(f"dropped {s.dropped}")
+        flags.append(
+            (f"dropped {s.dropped}", f"{s.dropped} samples not buffered (still in n/min/max)")
+        )
     if s.holes:
-        flags.append(f"lost {s.holes}")
+        flags.append((f"lost {s.holes}", f"{s.holes} samples lost in the stream"))
     note = hist_note(s)
     if note:
-        flags.append(note)
+        flags.append((note, note))
     return flags
+
+
+def _flags(run: Run, s: Series, st: Stats) -> list[str]:
+    return [short for short, _ in series_flags(run, s, st)]
 
 
 _FLAG_STYLE = {"not_realtime": "red", "emulated": "magenta"}
