@@ -281,7 +281,8 @@ def test_switching_measures_the_whole_duration_window_by_window(
         # Raw samples: the first `cap` switches; the rest only in n/min/max.
         assert len(s.samples) == cap and s.holes == 0
         assert len(s.samples) + s.dropped == s.n
-        assert s.hist is not None and sum(c for _, c in s.hist.counts) == s.n
+        h = s.hist
+        assert h is not None and sum(c for _, c in h.counts) + h.underflow + h.overflow == s.n
         if f"n={n}" in rotation:  # with real-time priority
             c = rotation[f"n={n}"]
             m = re.search(r"(\d+) switches from (\d+) stamps in (\d+) windows", c.detail)
