@@ -51,6 +51,22 @@ class Histogram:
     underflow: int = 0
     overflow: int = 0
 
+    def as_record(self) -> dict[str, Any]:
+        """The body of the `hist` record this histogram came from (pairs as
+        lists), as the stream schema checks it and the store and exports
+        keep it. Pairs are copied as they are, malformed ones included, so
+        that a check can say what is wrong with them."""
+        return {
+            "layout": self.layout,
+            "counts": [list(p) if isinstance(p, tuple) else p for p in self.counts],
+            "n": self.n,
+            "min": self.min,
+            "max": self.max,
+            "sum": self.sum,
+            "underflow": self.underflow,
+            "overflow": self.overflow,
+        }
+
     def bucket_bounds(self, index: int) -> tuple[int, int]:
         """[lo, hi) of bucket `index` in the series' unit."""
         kind = self.layout.get("kind")

@@ -21,17 +21,7 @@ def hist_problem(h: Histogram) -> str | None:
     counts = h.counts if isinstance(h.counts, list | tuple) else None
     if counts is None:
         return f"counts are {type(h.counts).__name__}, not [index, count] pairs"
-    body = {
-        "layout": h.layout,
-        # The record's pairs are JSON lists; the model's are tuples.
-        "counts": [list(p) if isinstance(p, tuple) else p for p in counts],
-        "n": h.n,
-        "min": h.min,
-        "max": h.max,
-        "sum": h.sum,
-        "underflow": h.underflow,
-        "overflow": h.overflow,
-    }
+    body = h.as_record()
     problem = check_hist(body)
     if problem is not None:
         return problem[1].replace(" (newer agent?)", "")

@@ -34,7 +34,7 @@ from rtbench.model import (
 
 # An export's histogram object is the store's JSON form of one: both share
 # the store's (de)serialisers.
-from rtbench.store.codec import hist_dict, hist_from_dict
+from rtbench.store.codec import hist_from_dict
 from rtbench.stream import schema
 
 _ANY_INT = schema.integer(-(2**200), 2**200)  # derived counts (holes) may pass uint64
@@ -139,7 +139,7 @@ def series_header(s: Series, t_std: float | None) -> dict[str, Any]:
         "holes": s.holes,
         "stats": stats_dict(series_stats(s, sigma3=True)),
         "scores": _scores(s, t_std),
-        "hist": None if s.hist is None else hist_dict(s.hist),
+        "hist": None if s.hist is None else s.hist.as_record(),
     }
 
 

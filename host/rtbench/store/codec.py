@@ -88,19 +88,6 @@ def opt_int(text: str | int | None) -> int | None:
         raise StoreError(f"damaged store: {text!r:.40} where an integer belongs") from None
 
 
-def hist_dict(h: Histogram) -> dict[str, Any]:
-    return {
-        "layout": h.layout,
-        "counts": [[i, c] for i, c in h.counts],
-        "n": h.n,
-        "min": h.min,
-        "max": h.max,
-        "sum": h.sum,
-        "underflow": h.underflow,
-        "overflow": h.overflow,
-    }
-
-
 def hist_from_dict(d: dict[str, Any] | None) -> Histogram | None:
     if d is None:
         return None

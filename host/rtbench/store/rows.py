@@ -26,7 +26,6 @@ from rtbench.store.codec import (
     decode_samples,
     encode_samples,
     from_json,
-    hist_dict,
     hist_from_dict,
     opt_int,
     to_int,
@@ -149,7 +148,7 @@ def _series_values(run_id: int, case_pos: int, pos: int, s: Series) -> tuple[Any
         n_samples,
         None if blob is None else SAMPLES_ENCODING,
         blob,
-        None if s.hist is None else to_json(hist_dict(s.hist), f"{what}: hist"),
+        None if s.hist is None else to_json(s.hist.as_record(), f"{what}: hist"),
         s.kind,
         to_json(s.attrs, f"{what}: attrs"),
     )
