@@ -94,6 +94,25 @@ def test_sigma3_filter_drops_only_gross_errors() -> None:
     assert len(kept) == len(values) - 1 and kept.max() == 1006
 
 
+def test_sigma3_filter_from_the_histogram_when_samples_were_dropped() -> None:
+    """A long THR-SW point keeps the first --max-samples raw samples; the
+    filter then runs on the histogram, flagged approximate, and agrees with
+    the filter on every sample: the gross errors (all of them past the
+    first samples) are left out, the filtered max stays near the body."""
+    rng = np.random.default_rng(5)
+    values = [int(v) for v in rng.normal(20000, 500, 20000)] + [900000, 950000, 1000000]
+    exact = series_stats(one_series(values), sigma3=True)
+    hist = series_stats(one_series(values, samples=False), sigma3=True)
+    assert hist.source == "histogram" and hist.filtered_approx and not exact.filtered_approx
+    assert hist.filtered_out == exact.filtered_out == 3
+    assert exact.filtered_max is not None and hist.filtered_max is not None
+    # An upper bound within a bucket's width (log2, 32 per octave).
+    assert exact.filtered_max <= hist.filtered_max <= exact.filtered_max * (1 + 1 / 32)
+    assert hist.max == 1000000  # the raw max is never replaced
+    # Without the filter asked for, none is computed.
+    assert series_stats(one_series(values, samples=False)).filtered_max is None
+
+
 def test_moments_in_slices_equal_numpy() -> None:
     v = np.random.default_rng(3).integers(0, 10**9, 5_000_000, dtype=np.int64)
     mu, sd = sample_moments(v)

@@ -62,6 +62,7 @@ class Stats:
     source: Source = "samples"
     pct_range: dict[float, tuple[float, float]] = field(default_factory=dict)
     stddev_exact: bool = True  # False: from bucket midpoints
+    filtered_approx: bool = False  # True: the 3-sigma filter ran on the histogram
 
     def value(self, indicator: str) -> float | None:
         """The figure an indicator name (one of INDICATORS) stands for."""
@@ -288,7 +289,7 @@ def series_stats(s: Series, sigma3: bool = False) -> Stats:
         return _from_samples(s, sigma3)
     hist = usable_hist(s)
     if hist is not None and hist.n:
-        return _from_hist(s, hist)
+        return _from_hist(s, hist, sigma3)
     return Stats(s.n, s.min, s.max, s.mean, None, {}, bounded=False, source="summary")
 
 
@@ -322,7 +323,7 @@ def _sigma3_max(v: Int64Array, mu: float, sd: float) -> tuple[float | None, int]
     return best, len(v) - kept
 
 
-def _from_hist(s: Series, h: Histogram) -> Stats:
+def _from_hist(s: Series, h: Histogram, sigma3: bool = False) -> Stats:
     ranges = {q: hist_percentile_range(h, q) for q in PERCENTILES}
     pct = {q: hi for q, (_, hi) in ranges.items()}
     mean = s.mean if s.mean is not None else (h.sum / h.n)
@@ -330,7 +331,26 @@ def _from_hist(s: Series, h: Histogram) -> Stats:
     bounded = any(lo != hi for lo, hi in ranges.values())
     st = Stats(s.n, s.min, s.max, s.mean, sd, pct, bounded, source="histogram")
     st.pct_range, st.stddev_exact = ranges, exact
+    if sigma3 and h.n >= 3 and not math.isnan(sd):
+        st.filtered_max, st.filtered_out = _hist_sigma3_max(h, mean, sd)
+        st.filtered_approx = True
     return st
+
+
+def _hist_sigma3_max(h: Histogram, mu: float, sd: float) -> tuple[float | None, int]:
+    """The 3-sigma filter where only the histogram covers every sample (a
+    long run keeps the first --max-samples raw): sigma from bucket
+    midpoints, a cell that straddles a limit counted as kept, its values
+    capped at the limit. An approximation, flagged as one by the caller."""
+    lo, hi = mu - 3 * sd, mu + 3 * sd
+    best: float | None = None
+    out = 0
+    for c_lo, c_hi, count in hist_cell_list(h):
+        if c_hi < lo or c_lo > hi:
+            out += count
+        else:
+            best = min(c_hi, hi) if best is None else max(best, min(c_hi, hi))
+    return best, out
 
 
 def scipy_stats() -> ModuleType:

@@ -182,9 +182,11 @@ def _cells(s: Series, st: Stats) -> dict[str, str]:
 def _flags(run: Run, s: Series, st: Stats) -> list[str]:
     flags = [sentence for _, sentence in series_flags(run, s, st)]
     if st.filtered_max is not None:
+        approx = " (≈, from the histogram: not every sample was kept)"
         flags.append(
             f"3σ filter: max {fmt(st.filtered_max, s.unit)} without "
             f"{st.filtered_out} gross errors (raw max above)"
+            + (approx if st.filtered_approx else "")
         )
     return flags
 

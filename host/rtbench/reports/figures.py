@@ -70,6 +70,7 @@ def _series_row(run: Run, case: str, s: Series, st: Stats) -> Row:
         "max": s.max,
         "max_3sigma": st.filtered_max,
         "filtered_out": st.filtered_out if st.filtered_max is not None else None,
+        "filtered_approx": st.filtered_approx,
         "bounded": [name for name in PCT_NAMES.values() if st.is_bounded(name)],
     }
     for q, name in PCT_NAMES.items():
@@ -125,14 +126,24 @@ def _unit_col() -> Column:
 def _max_3sigma(row: Row) -> str:
     if row.get("max_3sigma") is None:
         return "-"
-    return f"{fmt_value(row['max_3sigma'], row['unit'])} (-{row['filtered_out']})"
+    approx = "≈" if row.get("filtered_approx") else ""  # from the histogram
+    return f"{approx}{fmt_value(row['max_3sigma'], row['unit'])} (-{row['filtered_out']})"
 
 
 def _score(row: Row) -> str:
     return "-" if row.get("score") is None else f"{row['score']:.3f}"
 
 
-_EXTRA = ("name", "point", "kind", "unit", "bounded", "filtered_out", "stddev_approx")
+_EXTRA = (
+    "name",
+    "point",
+    "kind",
+    "unit",
+    "bounded",
+    "filtered_out",
+    "filtered_approx",
+    "stddev_approx",
+)
 
 
 def figures_table(run: Run) -> Tabular:
