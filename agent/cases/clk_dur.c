@@ -370,7 +370,7 @@ static void hz_name(double period, char *out, size_t cap)
 
 static rtb_time auto_threshold(const rtb_ctx *ctx)
 {
-    rtb_time t = 20 * ctx->timing->clock_read_overhead_ns;
+    rtb_time t = RTB_GAP_THRESHOLD_READS * ctx->timing->clock_read_overhead_ns;
     return t > 1000 ? t : 1000;
 }
 

@@ -96,6 +96,13 @@ def test_the_quick_suite_runs_on_freertos(firmware: Path) -> None:
     assert run.emulated and "not a hardware latency" in run.emulated_time
     # The firmware reports its tasks' stack use after its last record.
     assert "rtb-main" in transport.stack_use()
+    # Known answer: CLK-DUR finds the tick the board is configured with
+    # (configTICK_RATE_HZ 1000), every slot of it, and nothing else.
+    clk = run.case("CLK-DUR")
+    assert clk is not None
+    period, tick, other = (clk.find(n) for n in ("tick_period", "tick", "other"))
+    assert period is not None and period.max == 1_000_000, period
+    assert tick is not None and tick.n > 100 and other is not None and other.n == 0
 
 
 def test_icount_gives_the_same_figures_twice(firmware: Path) -> None:

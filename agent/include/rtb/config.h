@@ -44,6 +44,14 @@
 #define RTB_HIST_BUCKETS 2048
 #endif
 
+/* CLK-DUR's automatic threshold, in clock reads: a gap is time taken from
+ * a spinning loop longer than this many reads. 20 keeps a noisy OS's
+ * jitter out; a port whose loop runs without noise (an RTOS on one core,
+ * an emulator counting instructions) sees a short tick with fewer. */
+#ifndef RTB_GAP_THRESHOLD_READS
+#define RTB_GAP_THRESHOLD_READS 20
+#endif
+
 /* RTB_CASE_ARENA (bytes), when defined: sample buffers and histograms come
  * from a static arena of that size, emptied before every case, instead of
  * malloc (core/mem.c). Undefined: the heap. */
