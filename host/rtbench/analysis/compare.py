@@ -302,8 +302,13 @@ def _row(key: Key, found: list[Series | None], indicator: str) -> Row:
 
 
 def _absent(run: Run, case: str) -> str:
+    """Why a run has no figure for a series: its case was not run, or could
+    not apply (skipped, unsupported, error), or ran without making this
+    series (a one-CPU board has no cross-CPU series): never a number."""
     outcome = next((c.outcome for c in run.cases if c.case == case), None)
-    return "not run" if outcome is None else str(outcome)
+    if outcome is None:
+        return "not run"
+    return "not made" if outcome in ("passed", "failed") else str(outcome)
 
 
 def compare_runs(runs: list[Run], indicator: str = "max") -> Comparison:
