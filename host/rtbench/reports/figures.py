@@ -146,15 +146,22 @@ _EXTRA = (
 )
 
 
-def figures_table(run: Run) -> Tabular:
-    """`show` and `run`: the headline figures of every series."""
+def _rows(run: Run, flags: bool) -> list[Row]:
+    """A row of figures per series of the run, with its flags for `show`."""
     rows = []
     for c in run.cases:
         for s in c.series:
             st = series_stats(s, sigma3=c.case in SIGMA3_CASES)
             row = _series_row(run, c.case, s, st)
-            row["flags"] = _flags(run, s, st)
+            if flags:
+                row["flags"] = _flags(run, s, st)
             rows.append(row)
+    return rows
+
+
+def figures_table(run: Run) -> Tabular:
+    """`show` and `run`: the headline figures of every series."""
+    rows = _rows(run, flags=True)
     cols = [
         Column("case", "case", PRIORITY["case"], numeric=False),
         Column("series", "series", PRIORITY["series"], numeric=False),
@@ -177,11 +184,7 @@ def figures_table(run: Run) -> Tabular:
 
 def statistics_table(run: Run) -> Tabular:
     """`analyze`: every statistic of every series."""
-    rows = []
-    for c in run.cases:
-        for s in c.series:
-            st = series_stats(s, sigma3=c.case in SIGMA3_CASES)
-            rows.append(_series_row(run, c.case, s, st))
+    rows = _rows(run, flags=False)
     cols = [
         Column("case", "case", PRIORITY["case"], numeric=False),
         Column("series", "series", PRIORITY["series"], numeric=False),
