@@ -332,7 +332,8 @@ def pool(runs: list[Run]) -> Run:
     for key, parts in grouped.items():
         case = cases.setdefault(key[0], CaseResult(case=key[0], outcome="passed"))
         case.series.append(merge_series(parts))
-    hello = runs[0].hello if runs else {}
+    # A pooled run is as real-time as the runs it pools, not just its first.
+    hello = {**runs[0].hello, "realtime": {"ok": all(r.realtime for r in runs)}} if runs else {}
     return Run(hello=hello, cases=list(cases.values()), bye={})
 
 

@@ -142,8 +142,6 @@ def _pooled(c: Campaign, runs: list[Run]) -> list[Run]:
             "load": load,
             "runs": ",".join(str(r.id) for r in members),
         }
-        # A column is as complete and as real-time as the runs it pools.
-        merged.hello = {**first.hello, "realtime": {"ok": all(r.realtime for r in members)}}
         columns.append(merged)
     return columns
 
