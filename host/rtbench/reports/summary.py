@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 
 from rtbench.analysis.compare import UNSTABLE_MAX_P99
-from rtbench.analysis.stats import SIGMA3_CASES, Stats, series_stats
+from rtbench.analysis.stats import SIGMA3_CASES, Stats, has_all_samples, series_stats
 from rtbench.model import Run, Series
 from rtbench.reports import plots
 from rtbench.reports.units import fmt_value, is_latency
@@ -93,7 +93,10 @@ def _spike(latencies: list[tuple[Series, Stats]]) -> Spike | None:
         if s.max < UNSTABLE_MAX_P99 * max(p99, 1.0):
             continue
         if found is None or s.max > found.max:
-            index = int(np.argmax(s.samples)) if s.samples is not None and len(s.samples) else None
+            # A position among every sample only when every sample was kept
+            # (a soak run keeps a ring of the last ones).
+            kept = s.samples if has_all_samples(s) else None
+            index = int(np.argmax(kept)) if kept is not None else None
             found = Spike(s, float(s.max), float(p99), index)
     return found
 
