@@ -82,10 +82,6 @@ def traits(kind: str) -> KindTraits:
     return _BY_NAME.get(kind, TRAITS["timestamp"])
 
 
-def is_kind(value: object) -> bool:
-    return value in KINDS
-
-
 def fallback_kind(case: str, series: str, unit: str | None) -> SeriesKind:
     """The kind of a series whose record carried none (docs/wire-format.md)."""
     if unit == "count":

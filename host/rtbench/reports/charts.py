@@ -220,11 +220,6 @@ def _symmetric_x(ax: Axes, bars: Sequence[Bar], div: float) -> None:
     ax.axvline(0, color="#888888", linewidth=0.6)
 
 
-def histogram_svg(s: Series) -> str | None:
-    """Counts per bucket on a log scale, the exact max marked."""
-    return group_svg(s.case, s.name, [s])
-
-
 def group_svg(case: str, name: str, group: Sequence[Series]) -> str | None:
     """The distributions of one series name of a case, one line per sweep
     point (fractions of each point's samples when there are several, so
