@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import resource
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -48,3 +49,11 @@ def rtbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str
         timeout=timeout,
         check=False,
     )
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on now (the kernel's
+    choice; the caller binds it soon after)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

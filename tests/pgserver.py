@@ -21,13 +21,14 @@ import itertools
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from helpers import free_port
 
 REQUIRE_ENV = "RTBENCH_REQUIRE_POSTGRES"
 SUPERUSER = "rtbench"
@@ -76,12 +77,6 @@ def _server_user() -> pwd.struct_passwd | None:
         except KeyError:
             continue
     raise RuntimeError("running as root, but there is neither a `postgres` nor a `nobody` user")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class PostgresServer:

@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from helpers import free_port
+
 from rtbench.targets import initramfs, kernels
 
 # /init of a lab guest: a root shell on the serial console (its controlling
@@ -42,12 +44,6 @@ done
 """
 
 PROMPT = r"[^\r\n]*# "
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def shell_initramfs(dest: Path) -> Path:

@@ -27,11 +27,11 @@ TWO_CPUS = pytest.mark.skipif(
 @TWO_CPUS
 def test_cpus_all_with_live_figures_when_piped(db: Path, agent: Path) -> None:
     r = rtbench(
-        "run", "-c", "JIT-PER", "--cpus", "all", "--duration", "3s",
+        "run", "-c", "JIT-PER", "--cpus", "all", "--duration", "6s",
         "--set", "JIT-PER.period_us=2000", "--set", "JIT-PER.load_threads=0",
     )  # fmt: skip
     assert r.returncode in (0, 1), r.stdout + r.stderr
-    live = re.findall(r"JIT-PER \d+ s of 3 s latency µs: CPU0 cur .* \| CPU1 cur ", r.stderr)
+    live = re.findall(r"JIT-PER \d+ s of 6 s latency µs: CPU0 cur .* \| CPU1 cur ", r.stderr)
     assert len(live) >= 2, r.stderr
     with Store(db) as store:
         run = store.load(1)
@@ -39,7 +39,7 @@ def test_cpus_all_with_live_figures_when_piped(db: Path, agent: Path) -> None:
     assert c is not None
     assert sorted(int(s.point["cpu"]) for s in c.series if s.name == "latency") == [0, 1]
     assert all(s.n > 0 for s in c.series)
-    assert c.params["duration_ms"] == 3000
+    assert c.params["duration_ms"] == 6000
     assert not any(w.code == "truncated" for w in c.warnings)
 
 

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from pgserver import PostgresServer, free_port
+from helpers import free_port
+from pgserver import PostgresServer
 
 from rtbench.campaign import LABEL_CAMPAIGN, LABEL_CELL
 from rtbench.store import Store

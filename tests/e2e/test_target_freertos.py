@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -158,10 +157,8 @@ def test_a_run_stopped_mid_case_ends_qemu(firmware: Path) -> None:
                 break
         assert _running_firmware(transport)
     finally:
-        t0 = time.monotonic()
         transport.stop()
     assert not _running_firmware(transport)
-    assert time.monotonic() - t0 < 30
 
 
 def test_linux_and_freertos_side_by_side(firmware: Path) -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import rtbench
+from helpers import free_port, rtbench
 
 from rtbench.model import Run
 from rtbench.session import collect
@@ -67,12 +67,6 @@ class Sshd:
         return _children(self.proc.pid)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _children(pid: int) -> list[int]:
     kids = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -115,7 +109,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
             ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / key)], check=True
         )
     shutil.copy(d / "user_key.pub", d / "authorized_keys")
-    port = _free_port()
+    port = free_port()
     (d / "sshd_config").write_text(
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\n"
         f"AuthorizedKeysFile {d}/authorized_keys\nPidFile none\n"
@@ -219,7 +213,7 @@ def test_the_agents_complaint_comes_back_as_the_error(sshd: Sshd) -> None:
 
 
 def test_an_unreachable_target_says_why(sshd: Sshd) -> None:
-    closed = resolve(f"ssh://root@127.0.0.1:{_free_port()}?config={sshd.config}&timeout=5")
+    closed = resolve(f"ssh://root@127.0.0.1:{free_port()}?config={sshd.config}&timeout=5")
     reach = closed.check(timeout=5)
     assert not reach.ok and "refused" in reach.detail.lower(), reach.detail
 

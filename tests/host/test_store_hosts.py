@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from pgserver import PostgresServer, free_port
+from helpers import free_port
+from pgserver import PostgresServer
 from stores import StoreAt, simple_run, writer_run
 
 from rtbench.journal import Journal, candidates
