@@ -109,8 +109,11 @@ class NothingInCommon(ValueError):
 def instability(st: Stats, indicator: str = "max") -> str:
     """Why a series' figure for `indicator` is unstable ('' when it is not)."""
     p99 = st.pct.get(99.0)
-    if indicator == "max" and st.max is not None and p99 and st.max > UNSTABLE_MAX_P99 * p99:
-        return f"max/p99 {st.max / p99:.0f}"
+    if indicator == "max" and st.max is not None and p99 is not None:
+        floor = max(p99, 1.0)  # a p99 of 0: the max against one unit, not a division by 0
+        if st.max > UNSTABLE_MAX_P99 * floor:
+            return f"max/p99 {st.max / floor:.0f}"
+        return ""
     if indicator in ("mean", "stddev") and st.mean and st.stddev is not None:
         cv = st.stddev / st.mean
         return f"CV {cv:.2f}" if cv > UNSTABLE_CV else ""

@@ -18,7 +18,7 @@ from typing import Literal
 
 import numpy as np
 
-from rtbench.analysis.compare import UNSTABLE_MAX_P99
+from rtbench.analysis.compare import UNSTABLE_MAX_P99, instability
 from rtbench.analysis.stats import SIGMA3_CASES, Stats, has_all_samples, series_stats
 from rtbench.model import Run, Series
 from rtbench.reports import plots
@@ -90,7 +90,7 @@ def _spike(latencies: list[tuple[Series, Stats]]) -> Spike | None:
         p99 = st.pct.get(99.0)
         if s.max is None or p99 is None or s.n < 100:
             continue
-        if s.max < UNSTABLE_MAX_P99 * max(p99, 1.0):
+        if not instability(st, "max"):  # the rule `compare` flags a max by
             continue
         if found is None or s.max > found.max:
             # A position among every sample only when every sample was kept
