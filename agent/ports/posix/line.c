@@ -232,9 +232,8 @@ int rtb_line_wait(rtb_line *l, rtb_time deadline, int *level)
     posix_line *p = (posix_line *)l->opaque;
     struct pollfd pf = {.fd = p->in_fd, .events = POLLIN};
     for (;;) {
-        struct timespec now, left;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        rtb_time rem = deadline - ((rtb_time)now.tv_sec * 1000000000 + now.tv_nsec);
+        struct timespec left;
+        rtb_time rem = deadline - rtb_clock_now();
         if (rem <= 0)
             return RTB_ETIMEDOUT;
         left.tv_sec = rem / 1000000000;
