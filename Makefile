@@ -48,8 +48,11 @@ pytest: setup agent agent-test
 
 test: lint pytest
 
+# Every bench in its smoke mode (small sizes): that each still runs. The
+# suite runs the same (tests/e2e/test_bench_smoke.py); full runs: bench/README.md.
 bench: setup agent
-	@$(BIN)/python bench/bench_foundation.py
+	@for b in bench/bench_*.py; do echo "bench: $$b --smoke"; \
+	  $(BIN)/python $$b --smoke || exit 1; done
 
 # The POSIX port's case table that `rtbench list` shows without an agent
 # (tests/agent/test_catalogue_snapshot.py says when it is out of date).

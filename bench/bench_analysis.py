@@ -41,10 +41,15 @@ from rtbench.analysis.determinism import curves
 from rtbench.analysis.evt import worst_case
 from rtbench.analysis.rating import overall_rating, rate_run
 from rtbench.analysis.scores import composite_score, indicator_scores
-from rtbench.analysis.stats import PERCENTILES, has_all_samples, scipy_stats, series_stats
+from rtbench.analysis.stats import (
+    PERCENTILES,
+    SIGMA3_CASES,
+    has_all_samples,
+    scipy_stats,
+    series_stats,
+)
 from rtbench.build import BuildError, ensure_agent
 from rtbench.model import Run
-from rtbench.reports.terminal import SIGMA3_CASES
 from rtbench.store import Store
 from rtbench.stream import assemble, parse_file
 
@@ -219,8 +224,13 @@ def main() -> int:
     ap.add_argument("--store", action="store_true", help="also time Store.save and Store.load")
     ap.add_argument("--keep", type=Path, default=None, help="work in DIR and keep its files")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each pass; the fastest counts")
+    ap.add_argument("--smoke", action="store_true",
+                    help="200,000 samples, one run of each pass: that the bench still runs")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.smoke:  # the suite runs this so that a bench that no longer runs fails CI
+        global TARGET_SAMPLES
+        TARGET_SAMPLES, args.repeat, args.store = 200_000, 1, True
     if args.child:
         mode, stream, raw, db = args.child
         print(json.dumps(child(mode, Path(stream), Path(raw), Path(db))))

@@ -225,6 +225,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     ap.add_argument("--skip-suite", action="store_true", help="skip figure 3 (the quick suite)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="small sizes, one pass each, no suite: that the bench still runs")
     ap.add_argument("--child", nargs=4, metavar=("MODE", "STREAM", "RAW", "LENGTHS"),
                     help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -234,10 +236,14 @@ def main() -> int:
         print(json.dumps(child(mode, Path(stream), Path(raw),
                                [int(n) for n in lengths.split(",") if n])))
         return 0
+    if args.smoke:  # the suite runs this so that a bench that no longer runs fails CI
+        global TARGET_SAMPLES, PASSES
+        TARGET_SAMPLES, PASSES, args.skip_suite = 20_000, 1, True
     try:
         agent = ensure_agent("release")
         with tempfile.TemporaryDirectory(prefix="rtbench-bench-") as tmp:
-            figures = {"stamp": bench_stamp(agent), "parse": bench_parse(agent, Path(tmp)),
+            figures = {"stamp": bench_stamp(agent, 1 if args.smoke else 3),
+                       "parse": bench_parse(agent, Path(tmp)),
                        "suite": None if args.skip_suite else bench_suite(Path(tmp))}
     except (BenchError, BuildError, subprocess.CalledProcessError, OSError) as e:
         print(f"bench_foundation: {e}", file=sys.stderr)

@@ -178,7 +178,11 @@ def main() -> int:
     ap.add_argument("--pm-qos", action="store_true",
                     help="hold /dev/cpu_dma_latency at 0 through all rounds (both tools)")
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    ap.add_argument("--smoke", action="store_true",
+                    help="one round of 100 periods: that the bench still runs")
     a = ap.parse_args()
+    if a.smoke:  # the suite runs this so that a bench that no longer runs fails CI
+        a.count, a.rounds = 100, 1
     if a.period_us < 100 or a.count < 2 or a.rounds < 1 or not 1 <= a.priority <= 97 \
             or a.cpu not in os.sched_getaffinity(0):
         ap.error("need --period-us >= 100, --count >= 2, --rounds >= 1, --priority 1..97 "

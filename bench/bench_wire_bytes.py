@@ -47,11 +47,19 @@ def _stream(exe: str, args: list[str]) -> tuple[int, int, dict[str, int]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--smoke", action="store_true",
+                    help="two cases, not the quick suite: that the bench still runs")
     opts = ap.parse_args()
     exe = str(ensure_agent("release"))
     known = catalogue.posix_cases()
     plan = [
-        p.agent_arg() for p in select("quick", [], [], {k: c.param_names for k, c in known.items()})
+        p.agent_arg()
+        for p in select(
+            "quick",
+            ["CAL-REF", "SEM-ARN"] if opts.smoke else [],
+            [],
+            {k: c.param_names for k, c in known.items()},
+        )
     ]
     results = {}
     for mode, extra in (("summary+histograms", ["--no-samples"]), ("raw samples", [])):
