@@ -153,6 +153,12 @@ static void hello(rtb_stream *s, const rtb_options *o, const rtb_port_info *pi,
     rtb_json_str(j, "event_raise", pi->event_raise);
     rtb_json_bool(j, "sched_lock", pi->sched_lock);
     rtb_json_bool(j, "loads", pi->loads);
+    if (pi->power) {
+        rtb_json_obj(j, "cstates");
+        rtb_json_bool(j, "held", pi->power_held);
+        rtb_json_str(j, "detail", pi->power);
+        rtb_json_obj_end(j);
+    }
     rtb_json_obj_end(j);
     rtb_json_obj(j, "realtime");
     rtb_json_bool(j, "ok", pi->realtime);

@@ -50,6 +50,7 @@ COMMAND_MODULES: dict[str, str] = {
     "kernel": "rtbench.commands.kernel",
     "campaign": "rtbench.commands.campaign",
     "targets": "rtbench.commands.targets",
+    "trend": "rtbench.commands.trend",
 }
 
 

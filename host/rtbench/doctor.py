@@ -523,3 +523,10 @@ def render_findings(findings: Sequence[Finding], console: Console) -> None:
             summary.append(", ")
         summary.append(f"{n} {status}", style=_STATUS_STYLE[status] if n else "dim")
     console.print(summary)
+
+
+# The checks of what the CPUs do between wake-ups have a module of their own,
+# which takes Finding from this one: imported last, once Finding exists.
+from rtbench.doctor_cpu import CPU_CHECKS  # noqa: E402
+
+CHECKS = (*CHECKS, *CPU_CHECKS)

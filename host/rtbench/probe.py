@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rtbench import __version__
+from rtbench import __version__, probe_cpu
 
 # Bumped when a key changes meaning, so stored runs can be read correctly later.
 PROBE_SCHEMA = 1
@@ -490,6 +490,9 @@ _ITEMS: tuple[tuple[str, Callable[[Path], Any]], ...] = (
     ("smt", _smt),
     ("thp", _thp),
     ("hypervisor", _hypervisor),
+    ("cpuidle", probe_cpu.cpuidle),
+    ("irq_affinity", probe_cpu.irq_affinity),
+    ("smi", probe_cpu.smi_count),
     ("python_version", _python_version),
     ("rtbench_version", _rtbench_version),
 )

@@ -47,6 +47,9 @@ def test_every_check_reports_once_with_a_detail() -> None:
         "memlock",
         "tracefs",
         "thp",
+        "c-states",
+        "irq-affinity",
+        "smi",
     ]
     assert all(f.detail for f in findings)
     # The fallback name used when a check crashes must match the check's own.

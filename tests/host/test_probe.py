@@ -83,6 +83,21 @@ RT_BOX: Tree = {
     "sys/kernel/tracing/available_tracers": "timerlat osnoise hwlat function nop\n",
     **{f"sys/kernel/tracing/events/{g}/enable": "0\n" for g in probe.TRACE_EVENT_GROUPS},
     "sys/kernel/mm/transparent_hugepage/enabled": "always madvise [never]\n",
+    # C6 is deep but disabled; the isolated CPUs 2-3 receive no device IRQ.
+    f"{CPU}/cpuidle/current_driver": "intel_idle\n",
+    f"{CPU}/cpuidle/current_governor": "menu\n",
+    **{
+        f"{CPU}/cpu0/cpuidle/state{i}/{k}": f"{v}\n"
+        for i, (n, lat, off) in enumerate([("POLL", 0, 0), ("C1", 2, 0), ("C6", 85, 1)])
+        for k, v in (("name", n), ("latency", lat), ("disable", off))
+    },
+    "proc/interrupts": "           CPU0       CPU1       CPU2       CPU3\n"
+    "  0:         40          0          0          0   IO-APIC   2-edge      timer\n"
+    "120:       9000         10          0          0   PCI-MSI 524288-edge      eth0\n"
+    "NMI:          0          0          0          0   Non-maskable interrupts\n",
+    "proc/irq/0/smp_affinity_list": "0\n",
+    "proc/irq/120/smp_affinity_list": "0-1\n",
+    "proc/irq/default_smp_affinity": "3\n",
 }
 
 VM: Tree = {
@@ -188,6 +203,24 @@ def test_rt_box(tmp_path: Path) -> None:
             "smt": {"active": False, "control": "off"},
             "thp": "never",
             "hypervisor": False,
+            "cpuidle": {
+                "driver": "intel_idle",
+                "governor": "menu",
+                "states": [
+                    {"name": "POLL", "latency_us": 0, "disabled": False},
+                    {"name": "C1", "latency_us": 2, "disabled": False},
+                    {"name": "C6", "latency_us": 85, "disabled": True},
+                ],
+                "pm_qos": False,
+            },
+            "irq_affinity": {
+                "irqs": [
+                    {"irq": 0, "name": "timer", "cpus": [0]},
+                    {"irq": 120, "name": "eth0", "cpus": [0, 1]},
+                ],
+                "default_mask": "3",
+            },
+            "smi": None,
         }
     )
     assert set(machine) == set(PROBE_KEYS)
@@ -207,6 +240,9 @@ def test_rt_box(tmp_path: Path) -> None:
         "memlock": "ok",
         "tracefs": "ok",
         "thp": "ok",
+        "c-states": "ok",
+        "irq-affinity": "ok",
+        "smi": "info",
     }
     assert doctor_exit_code(findings) == 0
 
@@ -246,6 +282,9 @@ def test_vm_without_cpufreq_with_throttling(tmp_path: Path) -> None:
             "smt": {"active": False, "control": None},
             "thp": "always",
             "hypervisor": True,
+            "cpuidle": {"driver": None, "governor": None, "states": [], "pm_qos": False},
+            "irq_affinity": None,
+            "smi": None,
         }
     )
 
@@ -263,6 +302,9 @@ def test_vm_without_cpufreq_with_throttling(tmp_path: Path) -> None:
         "memlock": "degraded",
         "tracefs": "info",
         "thp": "info",
+        "c-states": "ok",
+        "irq-affinity": "info",
+        "smi": "info",
     }
     assert doctor_exit_code(findings) == 1
     by_name = {f.name: f for f in findings}
@@ -282,7 +324,7 @@ def test_everything_missing(tmp_path: Path) -> None:
     assert machine == common({k: None for k in tree_items})
 
     findings = run_doctor(machine, {})
-    assert len(findings) == 12
+    assert len(findings) == 15
     assert {f.status for f in findings} == {"info"}
     assert doctor_exit_code(findings) == 0
 
@@ -463,6 +505,9 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "smt": dict,
     "thp": str,
     "hypervisor": bool,
+    "cpuidle": dict,
+    "irq_affinity": dict,
+    "smi": dict,
     "python_version": str,
     "rtbench_version": str,
     "probe_errors": dict,

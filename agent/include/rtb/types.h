@@ -48,6 +48,11 @@ typedef struct rtb_port_info {
     bool sched_lock;       /* rtb_sched_lock works (THR-LOCK runs) */
     char sched_lock_detail[256]; /* why not, when not */
     bool loads;            /* background loads (set by the core) */
+    /* The CPU's power management during the run, as the port left it
+     * (Linux: C-states held off through /dev/cpu_dma_latency, as cyclictest
+     * does); NULL where the port does nothing about it. */
+    const char *power;
+    bool power_held;
 } rtb_port_info;
 
 #endif

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "options.h"
+#include "power.h"
 #include "rtb.h"
 #if RTB_PORT_HAS_LOADS
 #include "../../loads/load.h"
@@ -43,12 +44,20 @@ const char *__asan_default_options(void) { return "use_sigaltstack=0"; }
 #endif
 
 /* The POSIX port's own options (the common ones: core/options.c). */
-enum { OPT_TRACE = RTB_CLI_PORT_CODE, OPT_LOAD, OPT_LOAD_CPUS, OPT_LOAD_THREADS, OPT_CPUS };
+enum {
+    OPT_TRACE = RTB_CLI_PORT_CODE,
+    OPT_LOAD,
+    OPT_LOAD_CPUS,
+    OPT_LOAD_THREADS,
+    OPT_CPUS,
+    OPT_CSTATES
+};
 
 typedef struct posix_cli {
     rtb_load_plan load;
     const char *load_cpus, *measure_cpus;
     rtb_load_plan measure; /* --cpus, in --load-cpus' syntax */
+    const char *cstates;   /* "hold" (default) or "leave" */
 } posix_cli;
 
 static void usage(FILE *f)
@@ -60,7 +69,9 @@ static void usage(FILE *f)
             "  --load SPEC        background load during every case (default none);\n"
             "                     SPEC = KIND[:name=value...][,KIND...], see below\n"
             "  --load-cpus LIST   CPUs for the load threads, e.g. 0-2,5 (default: all)\n"
-            "  --load-threads N   threads per load kind (default: one per load CPU)\n");
+            "  --load-threads N   threads per load kind (default: one per load CPU)\n"
+            "  --cstates hold|leave  hold C-states off through /dev/cpu_dma_latency while\n"
+            "                     the agent runs, as cyclictest does (default hold)\n");
     rtb_load_help(f);
 }
 
@@ -114,6 +125,7 @@ static int option(void *ctx, int code, const char *arg, rtb_plan *plan)
     case OPT_LOAD_CPUS: c->load_cpus = arg; break;
     case OPT_LOAD_THREADS: c->load.threads = atoi(arg); break;
     case OPT_CPUS: c->measure_cpus = arg; break;
+    case OPT_CSTATES: c->cstates = arg; break;
     default: return 2;
     }
     return 0;
@@ -140,6 +152,11 @@ static int finish(void *ctx, rtb_options *opt, rtb_plan *plan)
         return 2;
     }
     plan->load = lp;
+    if (strcmp(c->cstates, "hold") != 0 && strcmp(c->cstates, "leave") != 0) {
+        fprintf(stderr, "rtbench-agent: --cstates '%s': write hold or leave\n", c->cstates);
+        return 2;
+    }
+    posix_cstates(strcmp(c->cstates, "hold") == 0);
     /* The same list syntax as --load-cpus; "all": every CPU. */
     if (c->measure_cpus) {
         bool all = strcmp(c->measure_cpus, "all") == 0;
@@ -162,13 +179,14 @@ int main(int argc, char **argv)
         {"load-cpus", required_argument, NULL, OPT_LOAD_CPUS},
         {"load-threads", required_argument, NULL, OPT_LOAD_THREADS},
         {"cpus", required_argument, NULL, OPT_CPUS},
+        {"cstates", required_argument, NULL, OPT_CSTATES},
         {NULL, 0, NULL, 0}};
     /* Not for users: the stress load starts its guardian this way. */
 #if RTB_PORT_HAS_LOADS
     if (argc > 1 && strcmp(argv[1], "--load-guard") == 0)
         return rtb_load_guard(argc - 2, argv + 2);
 #endif
-    static posix_cli cli = {.load = {.text = "none"}};
+    static posix_cli cli = {.load = {.text = "none"}, .cstates = "hold"};
     const rtb_cli_port port = {longopts, option, finish, usage, &cli};
     rtb_options opt = RTB_OPTIONS_DEFAULT;
     rtb_plan plan = {0};

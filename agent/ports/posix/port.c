@@ -24,6 +24,7 @@
 #include <sys/prctl.h>
 #endif
 
+#include "power.h"
 #include "rtb.h"
 
 #define PREFAULT_STACK (16 * 1024)
@@ -199,6 +200,7 @@ int rtb_port_init(rtb_port_info *info)
 {
     memset(info, 0, sizeof *info);
     info->port = "posix";
+    posix_power_attach(info);
     struct utsname u;
     if (uname(&u) == 0) {
         snprintf(info->sysname, sizeof info->sysname, "%s", u.sysname);

@@ -5,7 +5,7 @@ target_sources(rtb_core PRIVATE
   ports/posix/port.c
   ports/posix/timing.c
 )
-target_sources(rtbench-agent PRIVATE ports/posix/main.c)
+target_sources(rtbench-agent PRIVATE ports/posix/main.c ports/posix/power.c)
 # OFF builds the agent as a port without loads (core/load_none.c): the path
 # such a port takes, testable on this machine (tests/agent/test_port_contract.py).
 option(RTB_POSIX_LOADS "Build the POSIX port with its background loads" ON)

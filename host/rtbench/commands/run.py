@@ -121,6 +121,14 @@ def finish(
 )
 @click.option("--no-pin", is_flag=True, help="Do not pin case threads to the measurement CPU.")
 @click.option(
+    "--cstates",
+    type=click.Choice(["hold", "leave"]),
+    default="hold",
+    show_default=True,
+    help="Linux: hold C-states off while the agent runs (/dev/cpu_dma_latency = 0, as "
+    "cyclictest does), or leave them to measure with the machine's idle states.",
+)
+@click.option(
     "--cpus",
     metavar="all|LIST",
     default=None,
@@ -166,6 +174,7 @@ def run(
     load_cpus: str | None,
     load_threads: int | None,
     no_pin: bool,
+    cstates: str,
     cpus: str | None,
     duration: str | None,
     break_us: float | None,
@@ -200,6 +209,8 @@ def run(
     if no_samples:
         args.append("--no-samples")
     args += load_args(load, load_cpus, load_threads, no_pin)
+    if cstates == "leave":  # holding is the agent's default
+        args.append("--cstates=leave")
     if load is not None:
         label_map.setdefault("load", load)
     args += [p.agent_arg() for p in plan]
