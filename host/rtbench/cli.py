@@ -3,8 +3,8 @@
 Exit codes follow the three outcomes: 0 passed, 1 failed (a check or a
 case failed), 2 error (bad input, a broken stream, a case that could not
 measure, a run that could not be stored or a file that could not be
-written). Ctrl-C, SIGTERM and SIGHUP store what was measured and exit 130,
-143 and 129 (`rtbench.measure`).
+written, an internal error: `rtbench.errors`). Ctrl-C, SIGTERM and SIGHUP
+store what was measured and exit 130, 143 and 129 (`rtbench.measure`).
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.table import Table
 
-from rtbench import __version__, catalogue, doctor, probe
+from rtbench import __version__, catalogue, doctor, errors, probe
 from rtbench.build import ARCHES, BOARDS, BuildError, Flavor, ensure_agent, ensure_firmware
 from rtbench.commands.common import (
     configure_output,
@@ -64,6 +65,17 @@ class LazyGroup(click.Group):
         if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
             importlib.import_module(COMMAND_MODULES[cmd_name]).register(self)
         return self.commands.get(cmd_name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """The error boundary (`rtbench.errors`): what a command raises past
+        click's own exits becomes exit 2 (130 for Ctrl-C), never click's
+        "Aborted!" and exit 1, never a traceback."""
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except (Exception, KeyboardInterrupt) as e:
+            raise SystemExit(errors.exit_for(e)) from None
 
 
 @click.group(cls=LazyGroup)
@@ -220,4 +232,4 @@ def doctor_cmd() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(prog_name="rtbench")

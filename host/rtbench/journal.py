@@ -218,7 +218,11 @@ class Journal:
 def read_header(path: Path) -> dict[str, Any]:
     """The header of a journal (or {} for a stream without one)."""
     with path.open("rb") as f:
-        first = f.readline()
+        return parse_header(f.readline().rstrip(b"\n"))
+
+
+def parse_header(first: bytes) -> dict[str, Any]:
+    """A journal's header from its first line ({} when it is not one)."""
     if not first.startswith(HEADER):
         return {}
     try:

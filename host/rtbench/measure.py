@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from rtbench import probe
 from rtbench.io.atomic import AtomicSink
-from rtbench.journal import Journal, is_journal_line, read_header
+from rtbench.journal import Journal, is_journal_line, parse_header
 from rtbench.model import Run
 from rtbench.session import Interrupted, collect
 from rtbench.session import Progress as RunProgress
@@ -268,9 +268,27 @@ def check_args(transport: Transport, args: list[str]) -> str | None:
 
 def read_stream(path: Path) -> Run:
     """A saved stream, a captured console or a journal as a run; a journal's
-    header gives back the run's labels, target, host probe and start time."""
-    run = collect(ReplayTransport(path), [], skip=is_journal_line)
-    header = read_header(path)
+    header gives back the run's labels, target, host probe and start time.
+    The file is read once (it may be a pipe); Ctrl-C raises Interrupted with
+    what was read."""
+    first: list[bytes] = []
+
+    def skip(raw: bytes) -> bool:
+        if not first:
+            first.append(raw)
+        return is_journal_line(raw)
+
+    try:
+        run = collect(ReplayTransport(path), [], skip=skip)
+    except Interrupted as e:  # the caller decides whether to keep it
+        _from_header(e.run, path, first)
+        raise
+    _from_header(run, path, first)
+    return run
+
+
+def _from_header(run: Run, path: Path, first: list[bytes]) -> None:
+    header = parse_header(first[0]) if first else {}
     if header:
         run.started_at = str(header.get("started_at") or run.started_at)
         run.target = str(header.get("target") or run.target)
@@ -280,7 +298,6 @@ def read_stream(path: Path) -> Run:
         run.machine = machine if isinstance(machine, dict) else {}
     else:
         run.source = f"ingest {path.name}"
-    return run
 
 
 def store_run(

@@ -30,6 +30,7 @@ from rtbench.commands.targets import open_transport, resolve_or_fail, target_opt
 from rtbench.measure import Measured, StopSignals, measure, plan_for, read_stream, store_run
 from rtbench.reports.progress import RunProgress
 from rtbench.reports.terminal import render_run
+from rtbench.session import Interrupted
 from rtbench.session import Progress as SessionProgress
 from rtbench.stream import Record, StreamError
 from rtbench.suites import SelectionError, select
@@ -257,14 +258,32 @@ def run(
     default=None,
     help="Name of the target it came from (default: the journal's, else 'ingest').",
 )
+@click.option(
+    "--keep-partial",
+    is_flag=True,
+    help="On Ctrl-C, store what was read so far (an incomplete run); by default nothing is.",
+)
 @click.pass_context
-def ingest(ctx: click.Context, file: Path, labels: tuple[str, ...], target: str | None) -> None:
+def ingest(
+    ctx: click.Context,
+    file: Path,
+    labels: tuple[str, ...],
+    target: str | None,
+    keep_partial: bool,
+) -> None:
     """Store a saved stream: a board's captured serial console, a
     `--save-stream` file, or a run rtbench could not store (its journal)."""
     label_map = parse_labels(labels)
     open_store(ctx).close()
+    interrupted = False
     try:
         result = read_stream(file)
+    except Interrupted as e:
+        # docs/outcomes.md: an interrupted ingest stores nothing partial unless asked.
+        if not keep_partial:
+            say("interrupted: nothing was stored (--keep-partial stores what was read)")
+            sys.exit(130)
+        result, interrupted = e.run, True
     except StreamError as e:
         fail(f"{file}: {e}")
     except OSError as e:
@@ -275,7 +294,8 @@ def ingest(ctx: click.Context, file: Path, labels: tuple[str, ...], target: str 
         result.target = target or "ingest"
     result.labels = {**result.labels, **label_map}
     measured = Measured(result, store_path=store_path(ctx))
-    sys.exit(finish(measured, None, store_it=True, again=f"rtbench ingest {file}"))
+    code = finish(measured, None, store_it=True, again=f"rtbench ingest {file}")
+    sys.exit(130 if interrupted else code)
 
 
 @click.command()

@@ -70,6 +70,7 @@ def require_labgrid() -> None:
     """A clear error when the labgrid package is missing or too old."""
     try:
         import labgrid
+        import yaml  # noqa: F401  (labgrid_place reads `labgrid-client env` with it)
     except ModuleNotFoundError:
         raise TargetError(
             "labgrid targets need the labgrid package (version 26 or later): "

@@ -26,8 +26,6 @@ import subprocess
 import sys
 from typing import Any
 
-import yaml
-
 from rtbench.targets import TargetError
 
 DEFAULT_COORDINATOR = "127.0.0.1:20408"
@@ -105,6 +103,8 @@ class Place:
         proc = self._client("env")
         if proc.returncode != 0:
             raise self._failed("cannot read its resources", proc)
+        import yaml  # the `lab` extra's, like labgrid (require_labgrid checked it)
+
         try:
             doc = yaml.safe_load(proc.stdout)
             resources = doc["targets"][self.name]["resources"]
