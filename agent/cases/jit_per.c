@@ -14,7 +14,14 @@
  *
  * Everything is read from rtb_clock_now, the clock the schedule runs on:
  * against the raw measurement clock an NTP-slewed schedule would show a
- * deviation of up to 500 ppm (5 µs per 10 ms) that is not jitter. */
+ * deviation of up to 500 ppm (5 µs per 10 ms) that is not jitter.
+ *
+ * Releases are planned on the port's release lattice (rtb_release_grain:
+ * the tick on a tick-based kernel) and a latency runs from the lattice
+ * instant at or after the planned time, the earliest the kernel could
+ * release: otherwise a 1 ms tick shows the schedule's phase against the
+ * tick (anything up to 1 ms) as latency. The series say which reference
+ * they used (attrs.release_grain_ns, 0: the planned time itself). */
 #include <stdlib.h>
 
 #include "../core/rtb.h"
@@ -43,6 +50,7 @@ static const rtb_param_def params[] = {
 
 typedef struct blocker {
     rtb_time start, period, stop_at, hold;
+    rtb_time grain, phase; /* the port's release lattice */
     int64_t at[64];      /* schedule slots the blocker holds up, ascending */
     int64_t release[64]; /* which release served each slot (-1: skipped) */
     rtb_time latency[64];
@@ -57,7 +65,7 @@ static void blocker_main(void *arg)
     blocker *b = arg;
     rtb_time margin = b->period / 2 < 1000000 ? b->period / 2 : 1000000;
     for (int i = 0; i < b->n && !atomic_load(&b->done); i++) {
-        rtb_time planned = b->start + b->at[i] * b->period;
+        rtb_time planned = rtb_on_grain(b->start + b->at[i] * b->period, b->grain, b->phase);
         if (planned > b->stop_at)
             break;
         rtb_sleep_until(planned - margin);
@@ -189,6 +197,7 @@ typedef struct per {
     rtb_sem *done, *go;
     int cpu; /* where this periodic task runs (-1: unpinned) */
     rtb_time start, period, stop_at;
+    rtb_time grain, phase; /* the port's release lattice */
     int64_t cycles, slot, released;
     rtb_series lat, iv, dev;
     size_t head[3]; /* ring positions of lat, iv, dev */
@@ -253,23 +262,26 @@ static void periodic(per *p)
         /* Another CPU broke meanwhile: its sample is the run's last. */
         if (limit && atomic_load_explicit(&p->ctx->stop, memory_order_relaxed))
             break;
-        bool top = p->lat.hist.n == 0 || w - next > p->lat.hist.max;
-        push_ring(&p->lat, &p->head[0], w - next);
-        note_max(p, top, w - next);
+        /* When the kernel could release it: `next` itself, or the tick at
+         * or after it (the same when the period is a whole number of ticks). */
+        rtb_time ref = rtb_on_grain(next, p->grain, p->phase);
+        bool top = p->lat.hist.n == 0 || w - ref > p->lat.hist.max;
+        push_ring(&p->lat, &p->head[0], w - ref);
+        note_max(p, top, w - ref);
         p->t.early += w < next;
         if (p->released) {
             push_ring(&p->iv, &p->head[1], w - prev);
             push_ring(&p->dev, &p->head[2], trunc_us(w - prev - p->period));
             count_interval(&p->t, w - prev - p->period);
         }
-        live_add(&p->live, w - next);
+        live_add(&p->live, w - ref);
         for (; b && bi < b->n && b->at[bi] <= p->slot; bi++)
             if (b->at[bi] == p->slot) {
                 b->release[bi] = p->released;
-                b->latency[bi] = w - next;
+                b->latency[bi] = w - ref;
             }
-        if (limit && w - next > limit) {
-            broke(p, next, w);
+        if (limit && w - ref > limit) {
+            broke(p, ref, w);
             p->released++;
             p->slot++;
             break;
@@ -602,15 +614,22 @@ static rtb_result run(rtb_ctx *ctx)
     /* The schedule starts once every task is in place (they wait on `go`):
      * creating threads on a busy machine must not make a first release
      * late before its task even exists. */
-    rtb_time start = rtb_clock_now() + (2 * period > 2000000 ? 2 * period : 2000000);
+    rtb_time phase, grain = rtb_release_grain(&phase);
+    rtb_time start = rtb_on_grain(rtb_clock_now() + (2 * period > 2000000 ? 2 * period : 2000000),
+                                  grain, phase);
     b->start = start;
+    b->grain = grain;
+    b->phase = phase;
     b->stop_at = stop_at;
     int64_t reach = (stop_at - start) / period;
     if (reach > cycles)
         reach = cycles;
     plan_blocker(b, reach);
-    for (int i = 0; i < np; i++)
+    for (int i = 0; i < np; i++) {
         ps[i].start = start;
+        ps[i].grain = grain;
+        ps[i].phase = phase;
+    }
     if (b->n && reach > b->n && started == np) {
         rtb_thread_attr a = rtb_attr(ctx, "jit-blocker", 1);
         a.cpu = ps[0].cpu;
@@ -668,7 +687,10 @@ stop_loads:
             unroll(&ps[i].lat, ps[i].head[0]);
             unroll(&ps[i].iv, ps[i].head[1]);
             unroll(&ps[i].dev, ps[i].head[2]);
-            rtb_emit_series(ctx, &ps[i].lat);
+            /* The latency's reference: the port's release grain, 0 when
+             * it was the planned time itself. */
+            rtb_tags grain_tag = {.attr_key = "release_grain_ns", .attr_value = ps[i].grain};
+            rtb_emit_series_tagged(ctx, &ps[i].lat, &grain_tag);
             rtb_emit_series(ctx, &ps[i].iv);
             rtb_emit_series(ctx, &ps[i].dev);
         }

@@ -343,6 +343,17 @@ void rtb_monitor(rtb_ctx *ctx, rtb_time duration_ns);
  * returns while one of them still runs. */
 int rtb_join_all(rtb_ctx *ctx, rtb_thread *threads, int n);
 rtb_thread_attr rtb_attr(const rtb_ctx *ctx, const char *name, int prio_offset);
+/* The first instant of the port's release lattice (rtb_release_grain) at or
+ * after `t`; `t` itself when grain is 0 (any instant). */
+static inline rtb_time rtb_on_grain(rtb_time t, rtb_time grain, rtb_time phase)
+{
+    if (grain <= 0)
+        return t;
+    /* Division truncates toward zero: a floor above the phase, a ceiling
+     * below it. */
+    rtb_time at = phase + (t - phase) / grain * grain;
+    return at < t ? at + grain : at;
+}
 
 /* Records: all of them outside measured sections. */
 void rtb_emit_series(rtb_ctx *ctx, const rtb_series *s);

@@ -181,6 +181,8 @@ def test_jit_per_counts_add_up(test_agent: Path, run_agent: Runner) -> None:
     assert (lat.n, iv.n, dev.n) == (released, released - 1, released - 1)
     assert len(samples(c, "latency")) == cap and lat.dropped == released - cap
     assert lat.min is not None and lat.min >= 0
+    # POSIX timers end at any instant: the latency's reference is the plan.
+    assert lat.attrs == {"release_grain_ns": 0} and iv.attrs == {}
     # deviation = interval - period, truncated toward zero to whole µs.
     expect = np.trunc((samples(c, "interval") - 1_000_000) / 1000) * 1000
     assert np.array_equal(samples(c, "deviation"), expect.astype(np.int64))

@@ -122,6 +122,25 @@ def test_icount_gives_the_same_figures_twice(firmware: Path) -> None:
     assert figures() == figures()
 
 
+def test_jit_per_latency_is_the_release_delay_on_the_tick(firmware: Path) -> None:
+    """Issue 20: releases are planned on the 1 ms tick and a latency runs from
+    the tick, so it is the tick interrupt plus the switch, not the schedule's
+    phase against the tick (915-918 us of a 1000 us period before). The
+    figures are instruction-count time (-icount), the same every run, not
+    the host's wall time. The interval and deviation, which never depended
+    on the phase, stay the period and a few us."""
+    run, _ = _measure(["JIT-PER:period_us=1000:cycles=200"])
+    (case,) = run.cases
+    assert case.outcome == "passed", case.checks
+    lat, iv, dev = (case.find(n) for n in ("latency", "interval", "deviation"))
+    assert lat is not None and iv is not None and dev is not None
+    assert lat.attrs == {"release_grain_ns": 1_000_000}  # the tick was the reference
+    assert lat.n == 200 and lat.min is not None and lat.max is not None
+    assert 0 < lat.min and lat.max < 20_000, (lat.min, lat.max)
+    assert iv.n == 199 and iv.mean is not None and abs(iv.mean - 1_000_000) < 1_000
+    assert dev.min is not None and dev.max is not None and -5_000 <= dev.min <= dev.max <= 5_000
+
+
 def test_host_time_is_recorded_as_such(firmware: Path) -> None:
     run, _ = _measure(["CAL-REF:repeats=10"], f"{SPEC}?time=host")
     meta = run.machine["target"]

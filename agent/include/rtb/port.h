@@ -101,6 +101,14 @@ int rtb_thread_self_set(int priority, int cpu);
 int rtb_thread_self_priority(void);
 /* Blocks the caller until rtb_clock_now() >= `when`. */
 int rtb_sleep_until(rtb_time when);
+/* When rtb_sleep_until can end: on the lattice `*phase + k * grain` (the
+ * rtb_clock_now clock), at its first instant at or after `when`. A kernel
+ * whose timed waits end on its tick interrupt returns the tick period and
+ * the time of a past tick; 0 = any instant (a high-resolution timer),
+ * `*phase` then 0. A case planning absolute releases puts them on this
+ * lattice and measures a wake-up's latency from its lattice instant, the
+ * earliest the kernel could release: not from a phase the tick never has. */
+rtb_time rtb_release_grain(rtb_time *phase);
 
 /* ---- counting semaphores --------------------------------------------- */
 

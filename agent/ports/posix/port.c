@@ -417,6 +417,14 @@ int rtb_sleep_until(rtb_time when)
     return from_errno(rc);
 }
 
+/* clock_nanosleep on high-resolution timers ends at any instant (a kernel
+ * without them rounds to its tick, and its latency shows that). */
+rtb_time rtb_release_grain(rtb_time *phase)
+{
+    *phase = 0;
+    return 0;
+}
+
 /* ---- semaphores ------------------------------------------------------ */
 
 int rtb_sem_create(rtb_sem *s, unsigned initial)
