@@ -28,6 +28,7 @@ FAMILIES: dict[str, str] = {
     "IRQ": "interrupts",
     "CLK": "system clock",
     "JIT": "periodic release jitter",
+    "NOISE": "OS and hardware noise",
     "RSP": "external stimulus response",
 }
 
@@ -64,6 +65,7 @@ CATALOGUE: dict[str, str] = {
     "JIT-PER": "Periodic task release jitter",
     "JIT-AB": "Same experiment, two configurations",
     "RSP-IO": "Input edge to output edge",
+    "NOISE-OS": "OS noise seen by a busy-polling thread (oslat)",
 }
 
 

@@ -20,7 +20,7 @@ from rtbench.suites import Planned
 
 # Cases whose agent side honours --cpus, --break and --progress (the
 # agent's `per_cpu` flag); the others measure on one CPU and say so.
-PER_CPU_CASES = ("JIT-PER",)
+PER_CPU_CASES = ("JIT-PER", "NOISE-OS")
 # JIT-PER's `cycles` when --duration governs: its maximum, so that the
 # duration (its `duration_ms` cap) ends the case.
 SOAK_CYCLES = 1_000_000_000
@@ -77,7 +77,7 @@ def apply(
     if duration_s is not None:
         for p in per_cpu:
             p.params["duration_ms"] = str(max(1, round(duration_s * 1000)))
-            if (p.case, "cycles") not in user_set:
+            if p.case == "JIT-PER" and (p.case, "cycles") not in user_set:
                 p.params["cycles"] = str(SOAK_CYCLES)
     args = progress
     if cpus is not None:

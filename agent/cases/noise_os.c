@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* NOISE-OS: OS noise seen by a busy-polling thread (oslat's method; what
+ * rtla osnoise counts from inside the kernel). A real-time thread per
+ * measured CPU reads the timestamp counter in a tight loop for the whole
+ * duration; every loop iteration is a sample of `loop` (histogram only:
+ * billions of them), and every gap of at least `threshold_ns` is time the
+ * CPU was taken from the thread (an interrupt, a softirq, a kernel thread,
+ * the hypervisor): a sample of `noise`, with when it began in `noise_at`.
+ * The self-test (`blocker_us`) makes noise of a known length: a thread of
+ * higher priority on the same CPU that holds it `blocker_count` times. */
+#include <string.h>
+
+#include "../core/rtb.h"
+
+static const rtb_param_def params[] = {
+    {.name = "duration_ms", .help = "polling time per CPU", .def = {500}, .ndef = 1, .min = 1,
+     .max = 86400000},
+    {.name = "threshold_ns", .help = "a loop iteration at least this long is noise", .def = {1000},
+     .ndef = 1, .min = 10, .max = 1000000000},
+    {.name = "blocker_us", .help = "self-test: a higher-priority thread on the first CPU holds "
+     "it this long (0: off)", .def = {0}, .ndef = 1, .min = 0, .max = 1000000},
+    {.name = "blocker_count", .help = "self-test: how often the blocker holds the CPU",
+     .def = {5}, .ndef = 1, .min = 1, .max = 1000},
+};
+
+typedef struct poller {
+    rtb_ctx *ctx;
+    int cpu;
+    rtb_time end, threshold, noise_ns, polled;
+    rtb_series loop, noise, at;
+    bool ready;
+} poller;
+
+typedef struct blocker {
+    rtb_ctx *ctx;
+    rtb_time start, every, hold;
+    int count, done;
+} blocker;
+
+static void poll_main(void *arg)
+{
+    poller *p = arg;
+    rtb_time first = rtb_ts_now(), prev = first;
+    while (!atomic_load_explicit(&p->ctx->stop, memory_order_relaxed)) {
+        rtb_time now = rtb_ts_now(), d = now - prev;
+        /* Histogram only: the raw loop times are billions of the same few ns. */
+        rtb_hist_add(&p->loop.hist, d);
+        if (d >= p->threshold) {
+            rtb_series_push(&p->noise, d);
+            rtb_series_push(&p->at, prev - first);
+            p->noise_ns += d;
+        }
+        prev = now;
+        if (now >= p->end)
+            break;
+    }
+    p->polled = prev - first;
+}
+
+/* Holds the CPU `count` times, evenly spread over the middle of the run. */
+static void block_main(void *arg)
+{
+    blocker *b = arg;
+    for (int i = 0; i < b->count && !atomic_load(&b->ctx->stop); i++) {
+        rtb_sleep_until(b->start + (i + 1) * b->every);
+        rtb_time until = rtb_clock_now() + b->hold;
+        while (rtb_clock_now() < until)
+            ;
+        b->done++;
+    }
+}
+
+static int init_poller(rtb_ctx *ctx, poller *p, int cpu, bool multi)
+{
+    size_t cap = ctx->opt->max_samples;
+    p->ctx = ctx;
+    p->cpu = cpu;
+    p->threshold = rtb_param(ctx, "threshold_ns");
+    if (rtb_series_init(&p->loop, "loop", 0) != RTB_OK ||
+        rtb_series_init(&p->noise, "noise", cap) != RTB_OK ||
+        rtb_series_init(&p->at, "noise_at", cap) != RTB_OK)
+        return RTB_ENOMEM;
+    rtb_series_set_kind(&p->loop, RTB_KIND_DURATION);
+    rtb_series_set_kind(&p->at, RTB_KIND_TIMESTAMP);
+    if (multi) {
+        rtb_series_set_point(&p->loop, "cpu", cpu);
+        rtb_series_set_point(&p->noise, "cpu", cpu);
+        rtb_series_set_point(&p->at, "cpu", cpu);
+    }
+    p->ready = true;
+    return RTB_OK;
+}
+
+/* False when a check failed. */
+static bool report(rtb_ctx *ctx, const poller *ps, int np, rtb_time duration, const blocker *b)
+{
+    bool ok = true;
+    for (int i = 0; i < np; i++) {
+        const poller *p = &ps[i];
+        /* The share of the polling time taken from the thread: rtla
+         * osnoise's noise over its runtime. */
+        rtb_time polled = p->polled > 0 ? p->polled : duration;
+        ok &= p->loop.hist.n > 0;
+        rtb_emit_check(ctx, "polled", p->loop.hist.n > 0,
+                       "CPU %d: %llu loop iterations in %lld us, %llu gaps >= %lld ns taking "
+                       "%lld us (%.3f %% of the time)", p->cpu,
+                       (unsigned long long)p->loop.hist.n, (long long)(polled / 1000),
+                       (unsigned long long)p->noise.hist.n, (long long)p->threshold,
+                       (long long)(p->noise_ns / 1000), 100.0 * (double)p->noise_ns /
+                       (double)(polled > 0 ? polled : 1));
+    }
+    if (!b)
+        return ok;
+    if (!ctx->port->realtime) {
+        rtb_emit_check_skip(ctx, "blocker", "the self-test needs real-time priority: the "
+                            "blocker must preempt the polling thread");
+        return ok;
+    }
+    /* Every hold is one gap of at least its length on the first CPU. */
+    uint64_t long_gaps = 0;
+    for (size_t i = 0; i < ps[0].noise.n; i++)
+        long_gaps += ps[0].noise.v[i] >= b->hold;
+    bool seen = b->done == b->count && long_gaps >= (uint64_t)b->done;
+    rtb_emit_check(ctx, "blocker", seen,
+                   "%d holds of %lld us, %llu gaps at least that long on CPU %d", b->done,
+                   (long long)(b->hold / 1000), (unsigned long long)long_gaps, ps[0].cpu);
+    return ok && seen;
+}
+
+static rtb_result run(rtb_ctx *ctx)
+{
+    bool multi = ctx->opt->ncpus > 0;
+    int np = multi ? ctx->opt->ncpus : 1;
+    poller *ps = rtb_mem_calloc((size_t)np, sizeof *ps);
+    rtb_thread *th = rtb_mem_calloc((size_t)np + 1, sizeof *th);
+    blocker *b = rtb_mem_calloc(1, sizeof *b);
+    rtb_result r = RTB_PASSED;
+    int started = 0;
+    if (!ps || !th || !b) {
+        rtb_emit_check_error(ctx, "buffer", "no memory");
+        r = RTB_ERROR;
+        goto out;
+    }
+    for (int i = 0; i < np; i++)
+        if (init_poller(ctx, &ps[i], multi ? ctx->opt->cpus[i] : ctx->opt->cpu, multi) !=
+            RTB_OK) {
+            rtb_emit_check_error(ctx, "buffer", "no memory for the series of %d CPUs", np);
+            r = RTB_ERROR;
+            goto out;
+        }
+    rtb_time duration = rtb_param(ctx, "duration_ms") * 1000000;
+    rtb_time start = rtb_clock_now();
+    for (int i = 0; i < np; i++) {
+        ps[i].end = rtb_ts_now() + duration;
+        rtb_thread_attr a = rtb_attr(ctx, "noise-os", 0);
+        a.cpu = ps[i].cpu;
+        if (rtb_thread_create(&th[i], &a, poll_main, &ps[i]) != RTB_OK) {
+            rtb_emit_check_error(ctx, "thread", "cannot start the polling thread on CPU %d",
+                                 ps[i].cpu);
+            r = RTB_ERROR;
+            break;
+        }
+        started++;
+    }
+    b->hold = rtb_param(ctx, "blocker_us") * 1000;
+    bool blocking = b->hold > 0 && started == np;
+    if (blocking) {
+        b->ctx = ctx;
+        b->count = (int)rtb_param(ctx, "blocker_count");
+        b->start = start;
+        b->every = duration / (b->count + 1);
+        rtb_thread_attr a = rtb_attr(ctx, "noise-blocker", 1);
+        a.cpu = ps[0].cpu;
+        blocking = rtb_thread_create(&th[np], &a, block_main, b) == RTB_OK;
+        if (!blocking) {
+            rtb_emit_check_error(ctx, "blocker", "cannot start the blocker");
+            r = RTB_ERROR;
+        }
+    }
+    if (rtb_join_all(ctx, th, started) != RTB_OK)
+        r = RTB_ERROR;
+    if (blocking && rtb_join_all(ctx, &th[np], 1) != RTB_OK)
+        r = RTB_ERROR;
+    if (r == RTB_PASSED && !report(ctx, ps, np, duration, blocking ? b : NULL))
+        r = RTB_FAILED;
+    for (int i = 0; i < np && r == RTB_PASSED; i++) {
+        rtb_emit_series(ctx, &ps[i].loop);
+        rtb_emit_series(ctx, &ps[i].noise);
+        rtb_emit_series(ctx, &ps[i].at);
+    }
+out:
+    for (int i = np - 1; ps && i >= 0; i--)
+        if (ps[i].ready) {
+            rtb_series_free(&ps[i].at);
+            rtb_series_free(&ps[i].noise);
+            rtb_series_free(&ps[i].loop);
+        }
+    rtb_mem_free(b);
+    rtb_mem_free(th);
+    rtb_mem_free(ps);
+    return r;
+}
+
+const rtb_case rtb_case_noise_os = {
+    .id = "NOISE-OS",
+    .title = "OS noise seen by a busy-polling thread (oslat)",
+    .params = params,
+    .nparams = sizeof params / sizeof params[0],
+    .run = run,
+    .per_cpu = true,
+};
