@@ -7,15 +7,18 @@ arguments, one per line (the kernel unpacks concatenated archives in
 order). Arguments in a file, not on the kernel command line, have no length
 limit and no quoting rules.
 
-The guest keeps the kernel console on ttyS0 and gives the agent ttyS1 for
-its stream. QEMU exits 0 on poweroff whatever happened inside, so `/init`
-ends the stream port with a marker line carrying the agent's exit status.
+The guest keeps the kernel console on its first UART and gives the agent
+another port for its stream (x86_64: ttyS1; aarch64, whose `virt` machine
+has one UART: the virtio console hvc0). QEMU exits 0 on poweroff whatever
+happened inside, so `/init` ends the stream port with a marker line
+carrying the agent's exit status.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import shutil
 import struct
 import subprocess
@@ -31,6 +34,7 @@ MARKER = "rtbench-guest:"
 
 INIT = f"""#!/bin/busybox sh
 # rtbench guest init: mount, run the agent on ttyS1, report its status, power off.
+# (ttyS1: the stream port, replaced per architecture by init_script.)
 /bin/busybox mkdir -p /proc /sys /dev /tmp
 /bin/busybox mount -t devtmpfs devtmpfs /dev
 exec </dev/console >/dev/console 2>&1
@@ -42,6 +46,10 @@ mkdir -p /dev/pts
 mount -t devpts devpts /dev/pts 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+# The stream port's drivers where the kernel has them as modules (in order).
+for m in $(cat /rtbench/modules 2>/dev/null); do insmod /lib/modules/$m.ko; done
+n=0
+while [ ! -e /dev/ttyS1 ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n+1)); done
 stty -F /dev/ttyS1 raw -echo 115200
 read up _ </proc/uptime
 echo "{MARKER} init uptime=$up" >/dev/ttyS1
@@ -62,8 +70,16 @@ poweroff -f || reboot -f
 """
 
 
+STREAM_PORT = "ttyS1"
+
+
 class InitramfsError(RuntimeError):
     pass
+
+
+def init_script(stream: str = STREAM_PORT) -> str:
+    """`/init` with the agent's stream on /dev/`stream`."""
+    return INIT.replace(STREAM_PORT, stream)
 
 
 def is_static(path: Path) -> bool:
@@ -89,7 +105,11 @@ def is_static(path: Path) -> bool:
     return True
 
 
-def find_busybox() -> Path:
+def find_busybox(arch: str | None = None) -> Path:
+    """A static busybox for `arch` (None or this machine's: the installed
+    one; another: Debian's busybox-static for it, fetched once)."""
+    if arch is not None and arch != platform.machine():
+        return _foreign_busybox(arch)
     for cand in (shutil.which("busybox"), "/bin/busybox", "/usr/bin/busybox"):
         if cand and Path(cand).is_file() and is_static(Path(cand)):
             return Path(cand)
@@ -97,6 +117,44 @@ def find_busybox() -> Path:
         "no statically linked busybox found: install busybox-static (Debian/Ubuntu: "
         "apt-get install busybox-static)"
     )
+
+
+_DEBIAN_ARCH = {"aarch64": "arm64", "x86_64": "amd64", "armv7l": "armhf"}
+
+
+def _foreign_busybox(arch: str) -> Path:
+    """Debian's busybox-static for `arch`, extracted with dpkg-deb into the
+    cache: a guest of another architecture needs its own."""
+    deb_arch = _DEBIAN_ARCH.get(arch, arch)
+    out = platformdirs.user_cache_path("rtbench") / "busybox" / f"busybox-{arch}"
+    if out.is_file():
+        return out
+    apt_get, dpkg_deb = shutil.which("apt-get"), shutil.which("dpkg-deb")
+    if apt_get is None or dpkg_deb is None:
+        raise InitramfsError(
+            f"a {arch} guest needs a static {arch} busybox: on a Debian host rtbench fetches "
+            f"busybox-static:{deb_arch} with apt-get; here apt-get or dpkg-deb is missing"
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=".fetch-") as tmp:
+        for step in ("download", "extract"):
+            cmd = (
+                [apt_get, "download", "-q", f"busybox-static:{deb_arch}"]
+                if step == "download"
+                else [dpkg_deb, "-x", *(str(p) for p in Path(tmp).glob("*.deb")), "tree"]
+            )
+            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise InitramfsError(
+                    f"{' '.join(cmd)} failed: {proc.stderr.strip()[-400:]}\n(apt knows "
+                    f"{deb_arch} packages after `dpkg --add-architecture {deb_arch} && "
+                    "apt-get update`, as root)"
+                )
+        exe = Path(tmp) / "tree" / "bin" / "busybox"
+        if not exe.is_file() or not is_static(exe):
+            raise InitramfsError(f"busybox-static:{deb_arch} holds no static bin/busybox")
+        os.replace(exe, out)
+    return out
 
 
 def _cpio(root: Path, out: Path) -> None:
@@ -129,19 +187,34 @@ def cache_dir() -> Path:
     return platformdirs.user_cache_path("rtbench") / "initramfs"
 
 
-def base_archive(agent: Path) -> Path:
-    """The cached archive of busybox, `agent` and `/init`."""
+def base_archive(
+    agent: Path,
+    arch: str | None = None,
+    stream: str = STREAM_PORT,
+    modules: tuple[Path, ...] = (),
+) -> Path:
+    """The cached archive of busybox, `agent`, `/init` and `modules` (the
+    kernel modules the stream port needs, loaded in this order) for a guest
+    of `arch` with its stream on /dev/`stream`."""
     if not is_static(agent):
         raise InitramfsError(
             f"{agent} is linked dynamically: a QEMU guest has no C library; build the "
             "agent statically (`rtbench build --static`) or leave --agent out"
         )
-    busybox = find_busybox()
+    busybox = find_busybox(arch)
+    init = init_script(stream)
     # RSP-IO's stimulator, built beside the agent: the agent looks for it
     # beside itself (docs/rsp-io.md); without it RSP-IO is skipped.
     stim = agent.parent / STIM_NAME
     stim_bytes = stim.read_bytes() if stim.is_file() and is_static(stim) else b""
-    key = _digest(agent.read_bytes(), busybox.read_bytes(), INIT.encode(), stim_bytes)
+    mods = [(m.stem, m.read_bytes()) for m in modules]
+    key = _digest(
+        agent.read_bytes(),
+        busybox.read_bytes(),
+        init.encode(),
+        stim_bytes,
+        *(name.encode() + data for name, data in mods),
+    )
     out = cache_dir() / f"base-{key}.cpio"
     if out.is_file():
         return out
@@ -152,11 +225,16 @@ def base_archive(agent: Path) -> Path:
             (root / d).mkdir(parents=True)
         shutil.copyfile(busybox, root / "bin" / "busybox")
         shutil.copyfile(agent, root / "rtbench-agent")
-        (root / "init").write_text(INIT)
+        (root / "init").write_text(init)
         exes = ["bin/busybox", "rtbench-agent", "init"]
         if stim_bytes:
             (root / STIM_NAME).write_bytes(stim_bytes)
             exes.append(STIM_NAME)
+        if mods:
+            (root / "lib" / "modules").mkdir(parents=True)
+            for name, data in mods:
+                (root / "lib" / "modules" / f"{name}.ko").write_bytes(data)
+            (root / "rtbench" / "modules").write_text("".join(f"{n}\n" for n, _ in mods))
         for exe in exes:
             (root / exe).chmod(0o755)
         staged = Path(tmp) / "base.cpio"

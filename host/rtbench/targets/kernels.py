@@ -1,7 +1,9 @@
 """Kernels to boot in QEMU: Debian's packaged kernels, fetched with apt.
 
 `fetch("debian-rt")` resolves Debian's metapackage (`linux-image-rt-amd64`)
-to the versioned package it depends on, downloads that one `.deb` with
+to the versioned package it depends on (a kernel series without a
+metapackage, 6.12 in Debian 12, is the newest `linux-image-6.12.N+deb12-*`
+package apt offers), downloads that one `.deb` with
 `apt-get download` (no root needed: it lands in a temporary folder) and
 keeps only `boot/vmlinuz-*` and `boot/config-*` in the user's cache, beside a
 `kernel.json` that records the package, its version and the kernel release.
@@ -11,6 +13,7 @@ A second fetch of the same package version costs nothing.
 from __future__ import annotations
 
 import json
+import lzma
 import os
 import re
 import shutil
@@ -30,19 +33,41 @@ class KernelError(RuntimeError):
 @dataclass(frozen=True)
 class KernelSpec:
     name: str
-    metapackage: str
+    metapackage: str  # a metapackage, or a regex of versioned packages (`series`)
     arch: str  # Debian's architecture name
     qemu_arch: str  # the qemu-system-* suffix
+    series: bool = False  # no metapackage: the newest package matching `metapackage`
+
+    @property
+    def qualifier(self) -> str:
+        # A foreign architecture's packages are named NAME:ARCH to apt.
+        return "" if self.arch == _HOST_ARCH else f":{self.arch}"
 
 
-KNOWN: dict[str, KernelSpec] = {
-    "debian-rt": KernelSpec("debian-rt", "linux-image-rt-amd64", "amd64", "x86_64"),
-    "debian-generic": KernelSpec("debian-generic", "linux-image-amd64", "amd64", "x86_64"),
-}
+_HOST_ARCH = "amd64"
+_QEMU_ARCH = {"amd64": "x86_64", "arm64": "aarch64"}
+
+
+def _specs() -> dict[str, KernelSpec]:
+    known: dict[str, KernelSpec] = {}
+    for arch in ("amd64", "arm64"):
+        suffix = "" if arch == _HOST_ARCH else f"-{arch}"
+        for flavor, tag in (("rt", "rt-"), ("generic", "")):
+            name = f"debian-{flavor}{suffix}"
+            known[name] = KernelSpec(name, f"linux-image-{tag}{arch}", arch, _QEMU_ARCH[arch])
+            name = f"debian-{flavor}-6.12{suffix}"
+            pattern = rf"linux-image-6\.12\.\d+\+deb\d+-{tag}{arch}-unsigned"
+            known[name] = KernelSpec(name, pattern, arch, _QEMU_ARCH[arch], series=True)
+    return known
+
+
+# debian-rt, debian-generic (Debian 12's 6.1), debian-rt-6.12, debian-generic-6.12
+# and each with -arm64.
+KNOWN: dict[str, KernelSpec] = _specs()
 
 _NO_APT = (
     "`rtbench kernel fetch` needs apt-get and dpkg-deb (a Debian or Ubuntu host, or a "
-    "container of one). Elsewhere, download {pkg} (any recent linux-image-*-{flavor}amd64 "
+    "container of one). Elsewhere, download {pkg} (any recent linux-image-*-{flavor}{arch} "
     "from Debian's archive), extract it with `ar x` and `tar -xf data.tar.xz ./boot`, and "
     "boot the boot/vmlinuz-* file as the target `qemu:PATH`."
 )
@@ -59,6 +84,11 @@ class Kernel:
     version: str = ""
     arch: str = "x86_64"
     config: Path | None = None
+    preempt: str = ""  # from the config: PREEMPT_RT, full, voluntary, none ("" unknown)
+    hz: int = 0  # CONFIG_HZ (0 unknown)
+    timerlat: bool = False  # CONFIG_TIMERLAT_TRACER: the kernel's own latency tracer
+    # The guest's modules (GUEST_MODULES and their dependencies) in load order.
+    modules: tuple[Path, ...] = ()
 
 
 def cache_root() -> Path:
@@ -69,8 +99,8 @@ def cache_root() -> Path:
 def _tool(name: str, spec: KernelSpec) -> str:
     path = shutil.which(name)
     if path is None:
-        flavor = "rt-" if "rt" in spec.metapackage else ""
-        raise KernelError(_NO_APT.format(pkg=spec.metapackage, flavor=flavor))
+        flavor = "rt-" if "-rt-" in spec.metapackage else ""
+        raise KernelError(_NO_APT.format(pkg=spec.metapackage, flavor=flavor, arch=spec.arch))
     return path
 
 
@@ -82,25 +112,88 @@ def _run(cmd: list[str], cwd: Path | None = None) -> str:
     return proc.stdout
 
 
+def _unknown(spec: KernelSpec) -> str:
+    foreign = (
+        f"`dpkg --add-architecture {spec.arch} && apt-get update` (as root: apt knows "
+        f"{spec.arch} packages only then)"
+        if spec.qualifier
+        else "`apt-get update` on a Debian host"
+    )
+    return f"apt knows no package {spec.metapackage} (Debian's name for it): run {foreign}"
+
+
+def _candidate(apt_cache: str, package: str) -> str | None:
+    policy = _run([apt_cache, "policy", package])
+    cand = re.search(r"Candidate:\s*(\S+)", policy)
+    return None if cand is None or cand.group(1) == "(none)" else cand.group(1)
+
+
+def _newest_of_series(apt_cache: str, spec: KernelSpec) -> tuple[str, str]:
+    prefix = spec.metapackage.split("\\")[0]  # the literal start, for pkgnames
+    names = _run([apt_cache, "pkgnames", prefix]).split()
+    match = [n for n in names if re.fullmatch(spec.metapackage, n)]
+
+    def key(n: str) -> list[int]:
+        return [int(x) for x in re.findall(r"\d+", n)]
+
+    # pkgnames also lists packages apt has only heard of: the newest with a
+    # candidate is the one apt offers.
+    for name in sorted(match, key=key, reverse=True):
+        package = name + spec.qualifier
+        version = _candidate(apt_cache, package)
+        if version is not None:
+            return package, version
+    raise KernelError(_unknown(spec))
+
+
 def resolve(spec: KernelSpec) -> tuple[str, str]:
     """(versioned package, its candidate version) behind the metapackage."""
     apt_cache = _tool("apt-cache", spec)
+    if spec.series:
+        return _newest_of_series(apt_cache, spec)
+    meta = spec.metapackage + spec.qualifier
     try:
-        deps = _run([apt_cache, "depends", "--no-recommends", "--no-suggests", spec.metapackage])
+        deps = _run([apt_cache, "depends", "--no-recommends", "--no-suggests", meta])
     except KernelError as e:
-        raise KernelError(
-            f"apt knows no package {spec.metapackage} (Debian's name for it): run "
-            f"`apt-get update` on a Debian host, or boot any kernel image as qemu:PATH\n{e}"
-        ) from None
+        raise KernelError(f"{_unknown(spec)}, or boot any kernel image as qemu:PATH\n{e}") from None
     m = re.search(r"Depends:\s*(linux-image-\S+)", deps)
     if m is None:
-        raise KernelError(f"{spec.metapackage} depends on no linux-image package:\n{deps}")
+        raise KernelError(f"{meta} depends on no linux-image package:\n{deps}")
     package = m.group(1)
-    policy = _run([apt_cache, "policy", package])
-    cand = re.search(r"Candidate:\s*(\S+)", policy)
-    if cand is None or cand.group(1) == "(none)":
+    if spec.qualifier and not package.endswith(spec.qualifier):
+        package += spec.qualifier
+    version = _candidate(apt_cache, package)
+    if version is None:
         raise KernelError(f"apt has no candidate for {package}: run `apt-get update`")
-    return package, cand.group(1)
+    return package, version
+
+
+def read_config(config: Path | None) -> tuple[str, int, bool]:
+    """(preemption model, HZ, has the timerlat tracer) from a kernel's config."""
+    if config is None or not config.is_file():
+        return "", 0, False
+    opts = dict(
+        line.split("=", 1)
+        for line in config.read_text(errors="replace").splitlines()
+        if line.startswith("CONFIG_") and "=" in line
+    )
+    preempt = next(
+        (
+            model
+            for opt, model in (
+                ("CONFIG_PREEMPT_RT", "PREEMPT_RT"),
+                ("CONFIG_PREEMPT", "full"),
+                ("CONFIG_PREEMPT_VOLUNTARY", "voluntary"),
+                ("CONFIG_PREEMPT_NONE", "none"),
+            )
+            if opts.get(opt) == "y"
+        ),
+        "",
+    )
+    if preempt not in ("", "PREEMPT_RT") and opts.get("CONFIG_PREEMPT_DYNAMIC") == "y":
+        preempt += " (dynamic)"  # the boot option preempt= may change it
+    hz = opts.get("CONFIG_HZ", "0")
+    return preempt, int(hz) if hz.isdigit() else 0, opts.get("CONFIG_TIMERLAT_TRACER") == "y"
 
 
 def _entry_dir(spec: KernelSpec, package: str, version: str) -> Path:
@@ -114,9 +207,10 @@ def _load(entry: Path) -> Kernel | None:
         return None
     doc = json.loads(meta.read_text())
     image = entry / "vmlinuz"
-    if not image.is_file():
-        return None
+    if not image.is_file() or ("modules" not in doc and doc["arch"] != "x86_64"):
+        return None  # an entry from before modules were kept: fetched again
     config = entry / "config"
+    preempt, hz, timerlat = read_config(config)
     return Kernel(
         name=doc["name"],
         image=image,
@@ -125,24 +219,75 @@ def _load(entry: Path) -> Kernel | None:
         version=doc["version"],
         arch=doc["arch"],
         config=config if config.is_file() else None,
+        preempt=preempt,
+        hz=hz,
+        timerlat=timerlat,
+        modules=tuple(entry / "modules" / f"{m}.ko" for m in doc.get("modules", [])),
     )
 
 
-def _extract_boot(deb: Path, dest: Path, spec: KernelSpec) -> str:
+# The modules a guest needs for its stream port where the kernel has them
+# as modules (Debian's arm64 kernels: the virtio console on `virt`), with
+# what they depend on; x86_64 guests use a UART built into every kernel.
+GUEST_MODULES = ("virtio_mmio", "virtio_console")
+_MODULE_DIRS = ("kernel/drivers/virtio/", "kernel/drivers/char/virtio_console.ko")
+
+
+def _module_bytes(name: str, data: bytes) -> tuple[str, bytes] | None:
+    """(name without .ko, the plain module) of a packaged module file."""
+    base = name.rsplit("/", 1)[-1]
+    if base.endswith(".ko.xz"):
+        return base.removesuffix(".ko.xz"), lzma.decompress(data)
+    if base.endswith(".ko"):
+        return base.removesuffix(".ko"), data
+    return None  # another compression: this kernel's modules are not kept
+
+
+def module_order(mods: dict[str, bytes], wanted: tuple[str, ...]) -> list[str]:
+    """`wanted` and what they depend on (the modinfo `depends=` of each
+    file), dependencies first; modules not in `mods` are built in."""
+    order: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in order or name not in mods:
+            return
+        m = re.search(rb"depends=([^\0]*)\0", mods[name])
+        for dep in (m.group(1).decode().split(",") if m else []):
+            if dep:
+                visit(dep.replace("-", "_"))
+        order.append(name)
+
+    for name in wanted:
+        visit(name)
+    return order
+
+
+def _extract_boot(deb: Path, dest: Path, spec: KernelSpec) -> tuple[str, list[str]]:
     """Streams the package's file tree out of dpkg-deb and keeps the kernel
-    image and its config; returns the kernel release from the image's name."""
+    image, its config and the guest's modules (`GUEST_MODULES`); returns the
+    kernel release from the image's name and the modules in load order."""
     dpkg_deb = _tool("dpkg-deb", spec)
     proc = subprocess.Popen(
         [dpkg_deb, "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     assert proc.stdout is not None
     release = ""
+    mods: dict[str, bytes] = {}
     try:
         with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
             for member in tar:
                 base = member.name.removeprefix("./")
+                if not member.isfile():
+                    continue
+                if base.startswith("lib/modules/") and any(d in base for d in _MODULE_DIRS):
+                    src = tar.extractfile(member)
+                    assert src is not None
+                    mod = _module_bytes(base, src.read())
+                    if mod is not None:
+                        mods[mod[0]] = mod[1]
+                    continue
                 for prefix, out_name in (("boot/vmlinuz-", "vmlinuz"), ("boot/config-", "config")):
-                    if base.startswith(prefix) and member.isfile():
+                    if base.startswith(prefix):
                         src = tar.extractfile(member)
                         assert src is not None
                         with (dest / out_name).open("wb") as f:
@@ -155,12 +300,17 @@ def _extract_boot(deb: Path, dest: Path, spec: KernelSpec) -> str:
         raise KernelError(f"dpkg-deb could not read {deb.name}: {err.decode(errors='replace')}")
     if not release:
         raise KernelError(f"{deb.name} holds no boot/vmlinuz-*")
-    return release
+    order = module_order(mods, GUEST_MODULES)
+    if order:
+        (dest / "modules").mkdir()
+        for name in order:
+            (dest / "modules" / f"{name}.ko").write_bytes(mods[name])
+    return release, order
 
 
 def fetch(name: str) -> Kernel:
-    """The kernel `name` (debian-rt, debian-generic), downloaded once per
-    package version into the cache."""
+    """The kernel `name` (a key of KNOWN), downloaded once per package
+    version into the cache."""
     spec = KNOWN.get(name)
     if spec is None:
         raise KernelError(f"unknown kernel {name!r}; known: {', '.join(KNOWN)}")
@@ -179,13 +329,14 @@ def fetch(name: str) -> Kernel:
             raise KernelError(f"apt-get download {package} left no .deb")
         staged = work / "entry"
         staged.mkdir()
-        release = _extract_boot(debs[0], staged, spec)
+        release, modules = _extract_boot(debs[0], staged, spec)
         meta = {
             "name": spec.name,
             "package": package,
             "version": version,
             "release": release,
             "arch": spec.qemu_arch,
+            "modules": modules,
         }
         (staged / "kernel.json").write_text(json.dumps(meta, indent=1) + "\n")
         # Whole or not at all: a fetch cut short leaves no half entry behind.
@@ -210,13 +361,25 @@ def cached(name: str) -> Kernel | None:
     return None
 
 
+def image_arch(path: Path) -> str:
+    """x86_64 or aarch64 from a kernel image's header: an arm64 Image has
+    "ARM\\x64" at 56; a gzip-packed one (Debian's vmlinuz) is arm64 too, as
+    an x86 bzImage is never gzip at its start."""
+    with path.open("rb") as f:
+        head = f.read(64)
+    if head[56:60] == b"ARM\x64" or head[:2] == b"\x1f\x8b" or head[4:8] == b"zimg":
+        return "aarch64"
+    return "x86_64"
+
+
 def from_path(path: Path) -> Kernel:
-    """Any bzImage: its release is whatever the guest reports."""
+    """Any bzImage or arm64 Image: its release is whatever the guest reports."""
     if not path.is_file():
         raise KernelError(f"no kernel image at {path}")
-    return Kernel(name=str(path), image=path.resolve(), release="")
+    return Kernel(name=str(path), image=path.resolve(), release="", arch=image_arch(path))
 
 
 def as_dict(k: Kernel) -> dict[str, str]:
     d = asdict(k)
+    d.pop("modules")
     return {key: str(v) for key, v in d.items() if v is not None}

@@ -1,8 +1,10 @@
 """QEMU targets: a Linux kernel booted in QEMU, with rtbench as its user space.
 
 `qemu:debian-rt` and `qemu:debian-generic` boot Debian's packaged kernels
-(fetched once with `rtbench kernel fetch`, or on first use); `qemu:PATH`
-boots any x86_64 bzImage. Options (query string or targets file):
+(fetched once with `rtbench kernel fetch`, or on first use; the 6.12 ones
+are `debian-rt-6.12`..., the arm64 ones `debian-rt-arm64`... on
+`qemu-system-aarch64 -M virt`); `qemu:PATH` boots any x86_64 bzImage or
+arm64 Image. Options (query string or targets file):
 
     smp=2            virtual CPUs
     memory=512       MiB of guest memory
@@ -38,7 +40,7 @@ from typing import Any
 
 import platformdirs
 
-from rtbench.build import BuildError, ensure_agent
+from rtbench.build import BuildError, ensure_agent, host_arch
 from rtbench.targets import (
     Options,
     Reachability,
@@ -50,17 +52,14 @@ from rtbench.targets import (
     opt_int,
     opt_str,
 )
-from rtbench.targets.qemu_transport import Launch, QemuTransport, die_with_parent
+from rtbench.targets.qemu_transport import GUESTS, Launch, QemuTransport, die_with_parent
 from rtbench.transports.base import TransportError
 
 KERNEL_OPTIONS = ("isolcpus", "nohz_full", "rcu_nocbs", "preempt")
 OPTIONS = ("smp", "memory", "accel", "cmdline", "boot_timeout", *KERNEL_OPTIONS)
-QEMU = "qemu-system-x86_64"
-MACHINE = "q35"
-# tsc=reliable: without it the guest finds the emulated TSC unstable and
-# falls back to a clocksource ~10x as slow to read; panic=-1 ends a guest
-# that panics at once (-no-reboot turns the reboot into QEMU's exit).
-BASE_CMDLINE = "console=ttyS0 quiet panic=-1 tsc=reliable"
+QEMU = GUESTS["x86_64"].qemu
+MACHINE = GUESTS["x86_64"].machine
+BASE_CMDLINE = GUESTS["x86_64"].cmdline
 KVM_PROBE_TIMEOUT_S = 30.0
 
 
@@ -92,8 +91,8 @@ class QemuSettings:
             boot_timeout=opt_float(opts, "boot_timeout", 300.0),
         )
 
-    def kernel_cmdline(self) -> str:
-        return f"{BASE_CMDLINE} {self.cmdline}".strip()
+    def kernel_cmdline(self, arch: str = "x86_64") -> str:
+        return f"{GUESTS[arch].cmdline} {self.cmdline}".strip()
 
 
 @cache
@@ -106,11 +105,12 @@ def qemu_version(qemu: str) -> str:
     return m.group(1) if m else out.stdout.strip()
 
 
-def find_qemu() -> str:
-    path = shutil.which(QEMU)
+def find_qemu(arch: str = "x86_64") -> str:
+    guest = GUESTS[arch]
+    path = shutil.which(guest.qemu)
     if path is None:
         raise TransportError(
-            f"{QEMU} not found: install QEMU (Debian/Ubuntu: apt-get install qemu-system-x86)"
+            f"{guest.qemu} not found: install QEMU (Debian/Ubuntu: apt-get install {guest.package})"
         )
     return path
 
@@ -198,9 +198,10 @@ class QemuTarget:
         except kernels.KernelError as e:
             raise TransportError(str(e)) from None
 
-    def agent(self) -> Path:
+    def agent(self, arch: str = "x86_64") -> Path:
         try:
-            return ensure_agent("release", static=True)
+            cross = None if arch == host_arch() else arch
+            return ensure_agent("release", arch=cross, static=True)
         except BuildError as e:
             raise TransportError(str(e)) from None
 
@@ -208,7 +209,9 @@ class QemuTarget:
         """(tcg or kvm, why)."""
         if self._accel is None:
             wanted = self.settings.accel
-            if wanted in ("tcg", "kvm"):
+            if wanted == "auto" and kernel.arch != host_arch():
+                self._accel = ("tcg", f"an {kernel.arch} guest on an {host_arch()} host")
+            elif wanted in ("tcg", "kvm"):
                 self._accel = (wanted, "asked for")
             else:
                 ok, why = probe_kvm(find_qemu(), kernel, agent)
@@ -224,14 +227,19 @@ class QemuTarget:
             "memory_mb": self.settings.memory_mb,
             "cmdline": self.settings.kernel_cmdline(),
         }
-        qemu = shutil.which(QEMU)
-        if qemu:
-            meta["qemu"] = qemu_version(qemu)
         try:
             k = self.kernel(download=False)
         except TransportError:
+            k = None
+        guest = GUESTS[k.arch if k is not None else "x86_64"]
+        qemu = shutil.which(guest.qemu)
+        if qemu:
+            meta["qemu"] = qemu_version(qemu)
+        if k is None:
             meta["kernel"] = self.kernel_ref
             return meta
+        meta["machine"], meta["arch"] = guest.machine, k.arch
+        meta["cmdline"] = self.settings.kernel_cmdline(k.arch)
         meta["kernel"] = k.name
         meta.update({f"kernel_{key}": v for key, v in kernels.as_dict(k).items() if key != "name"})
         if self._accel is None and self.settings.accel != "auto":
@@ -243,11 +251,11 @@ class QemuTarget:
     def transport(self, agent: Path | None = None) -> QemuTransport:
         """The guest's kernel is fetched and the agent built here (once);
         `agent` must be statically linked (the guest has no C library)."""
-        qemu = find_qemu()
         kernel = self.kernel()
-        if kernel.arch != "x86_64":
-            raise TransportError(f"{kernel.name}: only x86_64 kernels boot here so far")
-        exe = agent or self.agent()
+        if kernel.arch not in GUESTS:
+            raise TransportError(f"{kernel.name}: no QEMU guest for {kernel.arch} kernels")
+        qemu = find_qemu(kernel.arch)
+        exe = agent or self.agent(kernel.arch)
         if not initramfs.is_static(exe):
             raise TransportError(
                 f"{exe} is linked dynamically; a QEMU guest needs a static agent "
@@ -258,19 +266,18 @@ class QemuTarget:
             qemu=qemu,
             kernel=kernel,
             accel=accel,
-            machine=MACHINE,
+            machine=GUESTS[kernel.arch].machine,
             smp=self.settings.smp,
             memory_mb=self.settings.memory_mb,
-            cmdline=self.settings.kernel_cmdline(),
+            cmdline=self.settings.kernel_cmdline(kernel.arch),
         )
         return QemuTransport(self.name, launch, exe, self.settings.boot_timeout)
 
     def check(self, timeout: float = 10.0) -> Reachability:
         del timeout
-        if shutil.which(QEMU) is None:
-            return Reachability(False, f"{QEMU} not found (apt-get install qemu-system-x86)")
         try:
             k = self.kernel(download=False)
+            find_qemu(k.arch)
         except TransportError as e:
             return Reachability(False, str(e))
         return Reachability(True, f"{k.name} {k.release}".strip())
@@ -284,8 +291,9 @@ def make_target(name: str, opts: Options, label: str) -> Any:
     if name in qemu_board.BOARDS:
         return qemu_board.make_target(name, opts, label)
     if name not in kernels.KNOWN and "/" not in name and not Path(name).is_file():
+        names = ", ".join("qemu:" + k for k in kernels.KNOWN)
         raise TargetError(
-            f"qemu:{name}: unknown kernel or board; use qemu:debian-rt, qemu:debian-generic, "
+            f"qemu:{name}: unknown kernel or board; use {names}, "
             f"qemu:/path/to/bzImage or {', '.join('qemu:' + b for b in qemu_board.BOARDS)}"
         )
     return QemuTarget(name, QemuSettings.from_options(opts), label)

@@ -2,7 +2,8 @@
 
 One guest per run: QEMU boots the kernel with rtbench's initramfs, the
 guest's `/init` starts the agent with this run's arguments, and the agent's
-stream comes back on the guest's second serial port (QEMU's stdout here);
+stream comes back on the guest's stream port (QEMU's stdout here: the
+second serial port of an x86_64 guest, a virtio console of an arm64 one);
 the kernel console goes to a file, apart. `/init` ends the stream port with
 the agent's exit status and powers the guest off. On stop, Ctrl-C or any
 error QEMU is killed: no guest outlives its run, and QEMU dies with the
@@ -35,6 +36,37 @@ POWEROFF_WAIT_S = 20.0
 
 
 @dataclass(frozen=True)
+class GuestArch:
+    """How a guest of one architecture is booted and where its ports are."""
+
+    qemu: str  # the qemu-system-* executable's name
+    package: str  # Debian's package that has it
+    machine: str
+    tcg_cpu: str
+    console: str  # the kernel console's device (the first UART)
+    stream: str  # the agent's stream port in the guest
+    cmdline: str  # the base kernel command line
+
+
+GUESTS: dict[str, GuestArch] = {
+    # tsc=reliable: without it the guest finds the emulated TSC unstable and
+    # falls back to a clocksource ~10x as slow to read; panic=-1 ends a guest
+    # that panics at once (-no-reboot turns the reboot into QEMU's exit).
+    "x86_64": GuestArch(
+        "qemu-system-x86_64", "qemu-system-x86", "q35", "max", "ttyS0", "ttyS1",
+        "console=ttyS0 quiet panic=-1 tsc=reliable",
+    ),
+    # `virt` has one UART (PL011, ttyAMA0): the stream goes on a virtio
+    # console. cortex-a57: TCG emulates it faster than `max` (no pointer
+    # authentication or SVE to emulate).
+    "aarch64": GuestArch(
+        "qemu-system-aarch64", "qemu-system-arm", "virt", "cortex-a57", "ttyAMA0", "hvc0",
+        "console=ttyAMA0 quiet panic=-1",
+    ),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Launch:
     """Everything one QEMU invocation needs besides its initrd."""
 
@@ -46,21 +78,35 @@ class Launch:
     memory_mb: int
     cmdline: str  # the whole kernel command line
 
+    @property
+    def guest(self) -> GuestArch:
+        return GUESTS[self.kernel.arch]
+
     def argv(self, initrd: Path, console: Path) -> list[str]:
+        # kvm: the host's CPU as it is; tcg: what QEMU emulates.
+        cpu = "host" if self.accel == "kvm" else self.guest.tcg_cpu
+        if self.guest.stream.startswith("hvc"):
+            # The console on the UART, the stream on a virtio console port.
+            ports = [
+                "-serial", f"file:{console}",
+                "-device", "virtio-serial-device",
+                "-chardev", "stdio,id=stream",
+                "-device", "virtconsole,chardev=stream",
+            ]
+        else:
+            # ttyS0: the kernel console, kept apart; ttyS1: the agent's stream.
+            ports = ["-serial", f"file:{console}", "-serial", "stdio"]
         return [
             self.qemu,
             "-M", self.machine,
             "-accel", self.accel,
-            # kvm: the host's CPU as it is; tcg: every feature QEMU emulates.
-            "-cpu", "host" if self.accel == "kvm" else "max",
+            "-cpu", cpu,
             "-smp", str(self.smp),
             "-m", str(self.memory_mb),
             "-nodefaults", "-display", "none", "-monitor", "none", "-no-reboot",
             "-kernel", str(self.kernel.image),
             "-initrd", str(initrd),
-            # ttyS0: the kernel console, kept apart; ttyS1: the agent's stream.
-            "-serial", f"file:{console}",
-            "-serial", "stdio",
+            *ports,
             "-append", self.cmdline,
         ]  # fmt: skip
 
@@ -103,7 +149,11 @@ class QemuTransport(ChildTransport):
         self._workdir = Path(tempfile.mkdtemp(prefix="rtbench-qemu-"))
         self.run_dir = str(self._workdir)
         try:
-            base = initramfs.base_archive(self.agent)
+            guest = self.launch.guest
+            kernel = self.launch.kernel
+            # The modules go in only where the stream port needs them.
+            mods = kernel.modules if guest.stream.startswith("hvc") else ()
+            base = initramfs.base_archive(self.agent, kernel.arch, guest.stream, mods)
             initrd = initramfs.run_archive(base, args, self._workdir / "initrd.cpio")
         except (initramfs.InitramfsError, OSError) as e:
             self._cleanup()
