@@ -8,7 +8,12 @@
  *
  * RT throttling (sched_rt_runtime_us, 950 ms per 1 s by default) stops an
  * RT spinner after 0.95 s of a 1 s period: the spin runs in windows of at
- * most 900 ms with sleeps between them. */
+ * most 900 ms with sleeps between them.
+ *
+ * A stall is not a tick: a gap as long as the tick period (the thread
+ * missed a whole tick) or a tick's gap far beyond the tick's own spread
+ * (the throttle stops a thread at a tick, so its stall starts on the
+ * lattice) goes to the `stall` series with a warning, never into `tick`. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +54,7 @@ typedef struct dur {
     rtb_time *lo, *hi;    /* each window's spin span */
     rtb_time case_start;  /* ctx->started on the rtb_ts_now timeline */
     rtb_time inj_period, inj_len;
+    rtb_time block; /* test builds: the spinner blocks this long once */
     atomic_bool spun;
 } dur;
 
@@ -67,8 +73,13 @@ static void spinner(void *arg)
         rtb_time left = d->total - (rtb_time)w * d->window;
         rtb_time end = rtb_ts_now() + (left < d->window ? left : d->window);
         rtb_time prev = rtb_ts_now(), t;
+        rtb_time block_at = w == 0 && d->block ? prev + (end - prev) / 2 : INT64_MAX;
         d->lo[w] = prev;
         while (prev < end) {
+            if (prev >= block_at) { /* test builds (stall=NS): a stall to report */
+                rtb_sleep_until(rtb_clock_now() + d->block);
+                block_at = INT64_MAX;
+            }
             t = rtb_ts_now();
             if (t - prev > d->threshold) {
                 if (d->n < d->cap) {
@@ -386,11 +397,45 @@ static size_t describe(char *out, size_t cap, const fit *f, const rtb_hist *h)
     return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap;
 }
 
+/* The median of v[0..n) (reorders it). */
+static rtb_time median_of(rtb_time *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_i64);
+    return n ? v[n / 2] : 0;
+}
+
+/* How long a gap of the tick's may be before it is a stall rather than a
+ * tick: well beyond the tick's own spread (16x its median, or its median
+ * plus 32 robust standard deviations), and never half a tick period. A
+ * gap a period long is a stall whoever claimed it. 0: no memory. */
+static rtb_time stall_bound(const dur *d, const int *owner, double period, rtb_time *med)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < d->n; i++)
+        n += owner[i] == 0;
+    rtb_time *v = rtb_mem_calloc(n + 1, sizeof *v);
+    if (!v)
+        return 0;
+    n = 0;
+    for (size_t i = 0; i < d->n; i++)
+        if (owner[i] == 0)
+            v[n++] = d->len[i];
+    *med = median_of(v, n);
+    for (size_t i = 0; i < n; i++)
+        v[i] = v[i] > *med ? v[i] - *med : *med - v[i];
+    double sigma = 1.4826 * (double)median_of(v, n); /* the MAD as a deviation */
+    rtb_mem_free(v);
+    double bound = fmax(16.0 * (double)*med, (double)*med + 32.0 * sigma);
+    return (rtb_time)fmin(bound, period / 2);
+}
+
 static rtb_result report(rtb_ctx *ctx, dur *d)
 {
     int *owner = rtb_mem_calloc(d->n + 1, sizeof *owner);
     fit *src = rtb_mem_calloc(MAX_SOURCES, sizeof *src); /* the frame is at its limit */
     rtb_series st, so, sg, ss, sp, sr[MAX_SOURCES - 1];
+    static rtb_series stalls[2]; /* not on the stack: the frame is at its limit */
+    rtb_series *sx = &stalls[0], *sxs = &stalls[1];
     size_t cap = d->n ? d->n : 1;
     int ok = owner != NULL && src != NULL;
     ok = (rtb_series_init(&st, "tick", cap) == RTB_OK) & ok;
@@ -398,8 +443,13 @@ static rtb_result report(rtb_ctx *ctx, dur *d)
     ok = (rtb_series_init(&sg, "gap", cap) == RTB_OK) & ok;
     ok = (rtb_series_init(&ss, "gap_start", cap) == RTB_OK) & ok;
     ok = (rtb_series_init(&sp, "tick_period", 1) == RTB_OK) & ok;
+    ok = (rtb_series_init(sx, "stall", cap) == RTB_OK) & ok;
+    ok = (rtb_series_init(sxs, "stall_start", cap) == RTB_OK) & ok;
     rtb_series_set_kind(&ss, RTB_KIND_TIMESTAMP); /* when each gap began */
     rtb_series_set_kind(&sp, RTB_KIND_PERIOD);
+    /* Time the thread lost, not the cost of an OS path. */
+    rtb_series_set_kind(sx, RTB_KIND_DURATION);
+    rtb_series_set_kind(sxs, RTB_KIND_TIMESTAMP);
     int nsrc = ok ? detect(d, owner, src) : 0;
     if (nsrc < 0)
         ok = nsrc = 0;
@@ -412,10 +462,26 @@ static rtb_result report(rtb_ctx *ctx, dur *d)
         r = RTB_ERROR;
         goto out;
     }
+    rtb_time bound = INT64_MAX, tick_med = 0, tick_period = nsrc ? llround(src[0].period) : 0;
+    if (nsrc && !(bound = stall_bound(d, owner, src[0].period, &tick_med))) {
+        rtb_emit_check_error(ctx, "buffer", "no memory to analyse %llu gaps",
+                             (unsigned long long)d->n);
+        r = RTB_ERROR;
+        goto out;
+    }
+    size_t worst = d->n;
     for (size_t i = 0; i < d->n; i++) {
-        rtb_series_push(owner[i] == 0 ? &st : &so, d->len[i]);
-        if (owner[i] > 0)
-            rtb_series_push(&sr[owner[i] - 1], d->len[i]);
+        bool stall = nsrc && (d->len[i] >= tick_period || (owner[i] == 0 && d->len[i] > bound));
+        if (stall) {
+            rtb_series_push(sx, d->len[i]);
+            rtb_series_push(sxs, d->start[i] - d->case_start);
+            if (worst == d->n || d->len[i] > d->len[worst])
+                worst = i;
+        } else {
+            rtb_series_push(owner[i] == 0 ? &st : &so, d->len[i]);
+            if (owner[i] > 0)
+                rtb_series_push(&sr[owner[i] - 1], d->len[i]);
+        }
         rtb_series_push(&sg, d->len[i]);
         rtb_series_push(&ss, d->start[i] - d->case_start);
     }
@@ -435,8 +501,9 @@ static rtb_result report(rtb_ctx *ctx, dur *d)
         }
         if (len < sizeof detail)
             snprintf(detail + len, sizeof detail - len, "; %llu gaps besides the tick's, max %.1f us "
-                     "(threshold %lld ns)", (unsigned long long)so.hist.n,
-                     so.hist.n ? (double)so.hist.max / 1e3 : 0.0, (long long)d->threshold);
+                     "(threshold %lld ns); %llu stalls", (unsigned long long)so.hist.n,
+                     so.hist.n ? (double)so.hist.max / 1e3 : 0.0, (long long)d->threshold,
+                     (unsigned long long)sx->hist.n);
         if (ctx->port->realtime)
             rtb_emit_check(ctx, "tick", true, "%s", detail);
         else
@@ -452,6 +519,15 @@ static rtb_result report(rtb_ctx *ctx, dur *d)
                  "tickless CPU (nohz_full), or ticks shorter than the threshold (%lld ns)",
                  (unsigned long long)d->n, (double)spun / 1e6, (long long)d->threshold);
     }
+    if (sx->hist.n)
+        rtb_warn(ctx, "stall", "stalls, not ticks: %llu gaps in which the measuring thread "
+                 "did not run, up to %.3f ms (at +%.3f s), longer than the tick period (%.3f ms) or "
+                 "than the tick's spread allows (%.1f us; its median %.1f us). Likely causes: "
+                 "RT throttling (sched_rt_runtime_us below sched_rt_period_us stops real-time "
+                 "threads until the period ends), a higher-priority thread, or a hypervisor "
+                 "not running this CPU; --trace tells which", (unsigned long long)sx->hist.n,
+                 (double)d->len[worst] / 1e6, (double)(d->start[worst] - d->case_start) / 1e9,
+                 (double)tick_period / 1e6, (double)bound / 1e3, (double)tick_med / 1e3);
     if (d->lost)
         rtb_warn(ctx, "buffer_full", "%llu gaps not recorded: raise --max-samples or "
                  "threshold_ns", (unsigned long long)d->lost);
@@ -467,12 +543,16 @@ static rtb_result report(rtb_ctx *ctx, dur *d)
     }
     rtb_emit_series(ctx, &sg);
     rtb_emit_series(ctx, &ss);
+    rtb_emit_series(ctx, sx);
+    rtb_emit_series(ctx, sxs);
 out:
     rtb_series_free(&st);
     rtb_series_free(&so);
     rtb_series_free(&sg);
     rtb_series_free(&ss);
     rtb_series_free(&sp);
+    rtb_series_free(sx);
+    rtb_series_free(sxs);
     for (int i = 0; i < MAX_SOURCES - 1; i++)
         rtb_series_free(&sr[i]);
     rtb_mem_free(src);
@@ -493,6 +573,7 @@ static rtb_result run(rtb_ctx *ctx)
         d.threshold = auto_threshold(ctx);
     d.inj_period = rtb_param(ctx, "inject_period_us") * 1000;
     d.inj_len = rtb_param(ctx, "inject_us") * 1000;
+    d.block = RTB_INJECT_VALUE(RTB_INJ_STALL);
     /* One gap per 10 µs of spinning is far more than any machine shows. */
     d.cap = (size_t)ms * 100 + 1000;
     if (d.cap > ctx->opt->max_samples)

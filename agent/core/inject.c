@@ -36,6 +36,7 @@ static const char *const sites[RTB_INJ_COUNT] = {
     [RTB_INJ_LINE_MUTE] = "line_mute",
     [RTB_INJ_STIM_SKEW] = "stim_skew",
     [RTB_INJ_SCHED_NOLOCK] = "sched_nolock",
+    [RTB_INJ_STALL] = "stall",
 };
 
 int rtb_inject_set(const char *assignment)

@@ -89,9 +89,9 @@ def test_clk_dur_finds_an_injected_recurring_gap(test_agent: Path, run_agent: Ru
         assert len(gaps) == len(starts) and np.all(np.diff(starts) > 0)
         # Every gap is either the tick's or another's: the counts add up
         # (no tick found, on a noisy machine or a tickless CPU: all other).
-        tick, other = c.find("tick"), c.find("other")
-        assert tick is not None and other is not None
-        assert tick.n + other.n == len(gaps)
+        tick, other, stall = c.find("tick"), c.find("other"), c.find("stall")
+        assert tick is not None and other is not None and stall is not None
+        assert tick.n + other.n + stall.n == len(gaps)
         assert gaps.min() > 0
     # Every injected hold is captured as a gap of at least its length, and
     # those gaps recur at its period (whole multiples of it between them).
@@ -114,6 +114,36 @@ def test_clk_dur_finds_an_injected_recurring_gap(test_agent: Path, run_agent: Ru
         for p, g in recurring_sources(base)
         if abs(p / INJ_PERIOD - 1) < 0.01 and median(g) >= INJ_LEN
     ]
+
+
+STALL = 20_000_000  # ns: twenty 1 ms ticks, five 4 ms ones
+
+
+def test_clk_dur_reports_a_stall_apart_from_the_tick(test_agent: Path, run_agent: Runner) -> None:
+    """Issue 20: the measuring thread blocked 20 ms (a test-build fault, the
+    shape of an RT-throttling stop) is a stall with a warning, never a tick:
+    before, a 48.8 ms throttle stop was the tick's max and moved its mean."""
+    r = run_agent(test_agent, [*CPU, "--inject", f"stall={STALL}", "CLK-DUR:duration_ms=400"])
+    c = case_of(r, "CLK-DUR")
+    gaps, starts = samples(c, "gap"), samples(c, "gap_start")
+    stall, stall_start = samples(c, "stall"), samples(c, "stall_start")
+    tick, other = c.find("tick"), c.find("other")
+    assert tick is not None and other is not None
+    assert tick.n + other.n + len(stall) == len(gaps)
+    # The block is one of the stalls, at the gap where it happened.
+    assert stall.max() >= STALL
+    at = int(np.argmax(gaps))
+    assert gaps[at] == stall.max() and starts[at] in stall_start
+    assert series(c, "stall").kind == "duration"  # time lost, not an OS path's cost
+    warned = [w for w in c.warnings if w.code == "stall"]
+    assert len(warned) == 1 and "not ticks" in warned[0].detail, c.warnings
+    period = c.find("tick_period")
+    if period is not None and period.max is not None:  # a tick was found
+        # Nothing in `tick` or `other` is as long as the tick period.
+        assert tick.max is not None and tick.max < period.max
+        assert other.max is None or other.max < period.max
+    else:  # no tick to hold a stall against: it stays a gap, not a tick
+        assert tick.n == 0
 
 
 # ---- CLK-RES ---------------------------------------------------------------

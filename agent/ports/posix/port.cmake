@@ -3,9 +3,12 @@
 # agent/CMakeLists.txt once the rtb_core library and rtbench-agent exist.
 target_sources(rtb_core PRIVATE
   ports/posix/port.c
+  ports/posix/power.c
   ports/posix/timing.c
 )
-target_sources(rtbench-agent PRIVATE ports/posix/main.c ports/posix/power.c)
+# power.c is in rtb_core: port.c attaches it, and rtbench-roundtrip links
+# rtb_core without the agent's main.
+target_sources(rtbench-agent PRIVATE ports/posix/main.c)
 # OFF builds the agent as a port without loads (core/load_none.c): the path
 # such a port takes, testable on this machine (tests/agent/test_port_contract.py).
 option(RTB_POSIX_LOADS "Build the POSIX port with its background loads" ON)
