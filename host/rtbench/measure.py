@@ -30,6 +30,7 @@ from types import FrameType, TracebackType
 from typing import Any, Protocol
 
 from rtbench import probe
+from rtbench.analysis import stalls
 from rtbench.io.atomic import AtomicSink
 from rtbench.journal import Journal, is_journal_line, parse_header
 from rtbench.model import Run
@@ -245,6 +246,9 @@ def measure(
         sink.commit()
     run.started_at, run.target, run.source = started, target, plan.source
     run.machine, run.labels = machine, dict(plan.labels)
+    if rec is None:  # with a trace, the trace split says more (trace/split.py)
+        for case in run.cases:
+            stalls.explain(case, machine)
     if rec is not None:
         kernel_trace.finish(run, rec)
     if journal is not None and journal.error:

@@ -26,6 +26,7 @@ from typing import TypeVar
 import numpy as np
 import pytest
 
+from rtbench.analysis import stalls
 from rtbench.model import CaseResult, Run, Series
 from rtbench.trace import Recorder, finish, snapshot
 from rtbench.trace import tracefs as tracefs_mod
@@ -456,11 +457,14 @@ def fake_capture(events: tuple[str, ...] = EVENTS, missing: tuple[str, ...] = ()
     )
 
 
-def synthetic_trace(period: int, tick_ns: int, extra_timer_every: int = 0) -> list[Event]:
+def synthetic_trace(
+    period: int, tick_ns: int, extra_timer_every: int = 0, silent: range = range(0)
+) -> list[Event]:
     """Agent pid 9 with tasks 10 and 11 (forked); a SEM-SHF-like window with
     wake-ups and an irq on each CPU, then a CLK-DUR window with ticks every
     `period` on CPU 1 (and, if asked, an extra hrtimer interrupt every n-th
-    interval), each lasting `tick_ns`."""
+    interval), each lasting `tick_ns`; no tick at all on CPU 1 in the
+    `silent` slots (the CPU did not run this kernel)."""
     e = [
         ev(0, 1, "fork", task=9, parent_pid=9, child_pid=10),
         ev(1, 1, "fork", task=10, parent_pid=10, child_pid=11),
@@ -480,7 +484,8 @@ def synthetic_trace(period: int, tick_ns: int, extra_timer_every: int = 0) -> li
     ]
     t = 20_000
     for k in range(50):
-        e += [ev(t, 1, "tick_in", vector=236), ev(t + tick_ns, 1, "tick_out", vector=236)]
+        if k not in silent:
+            e += [ev(t, 1, "tick_in", vector=236), ev(t + tick_ns, 1, "tick_out", vector=236)]
         e += [ev(t + 7, 0, "tick_in", vector=236), ev(t + 9, 0, "tick_out", vector=236)]
         if extra_timer_every and k % extra_timer_every == 0:
             x = t + period // 3
@@ -557,7 +562,61 @@ def test_clk_dur_cross_check_passes_when_periods_agree() -> None:
     assert "agent: 4.000 ms, mean gap 5.1 µs; kernel: 4.000 ms, mean local_timer 3.2 µs" in (
         check.detail
     )
+    # Durations too: the gap holds the handler and what no kernel event covers.
+    assert "median tick gap 5.1 µs, median local_timer 3.2 µs, gap/handler 1.6x" in check.detail
+    assert "1.9 µs a tick covered by no kernel event" in check.detail
     assert clk.outcome == "passed"
+
+
+def with_stall(run: Run, start: int, length: int) -> CaseResult:
+    clk = run.case("CLK-DUR")
+    assert clk is not None
+    clk.series += [
+        Series("CLK-DUR", "stall", samples=np.array([length]), n=1, sum=length, kind="duration"),
+        Series("CLK-DUR", "stall_start", samples=np.array([start]), n=1, sum=start,
+               kind="timestamp"),
+    ]  # fmt: skip
+    return clk
+
+
+THROTTLING = {"rt_throttling": {"runtime_us": 950_000, "period_us": 1_000_000, "enabled": True}}
+
+
+def test_a_stall_with_the_kernels_timer_late_blames_no_thread() -> None:
+    """The CPU's own local timer did not come for 20 ms during CLK-DUR's
+    stall: the CPU was not running this kernel (a hypervisor, or interrupts
+    off), whatever the throttling settings say."""
+    run = synthetic_run(4 * MS)
+    run.machine = THROTTLING
+    # Ticks at 20 us + k * 4 ms after the trace start; the case began at 10 us.
+    clk = with_stall(run, 10_000 + 10 * 4 * MS + 500, 20 * MS)
+    split_cases(run, pair(synthetic_trace(4 * MS, 3200, silent=range(11, 16))), fake_capture(), 1)
+    (cause,) = [w.detail for w in clk.warnings if w.code == "stall_cause"]
+    assert "the CPU was not running this kernel's code" in cause
+    assert "local_timer_entry 24.0 ms after the one before" in cause
+    assert "ticked through" not in cause and "throttling" not in cause.split(";")[0]
+
+
+def test_a_stall_the_kernel_ticked_through_is_this_kernels_doing() -> None:
+    run = synthetic_run(4 * MS)
+    run.machine = THROTTLING
+    clk = with_stall(run, 10_000 + 10 * 4 * MS + 500, 48_800_000)
+    split_cases(run, pair(synthetic_trace(4 * MS, 3200)), fake_capture(), 1)
+    (cause,) = [w.detail for w in clk.warnings if w.code == "stall_cause"]
+    assert "not running" not in cause and "1 the kernel ticked through" in cause
+    # 48.8 ms against a 50 ms throttle stop: consistent with RT throttling.
+    assert "consistent with throttling" in cause
+
+
+def test_without_a_trace_a_short_stall_is_not_called_throttling() -> None:
+    run = synthetic_run(4 * MS)
+    clk = with_stall(run, 1_000_000, 20 * MS)  # under half the 50 ms stop
+    stalls.explain(clk, THROTTLING)
+    assert not [w for w in clk.warnings if w.code == "stall_cause"]
+    stalls.explain(clk, {"rt_throttling": {"runtime_us": -1, "period_us": 1_000_000,
+                                            "enabled": False}})  # fmt: skip
+    (cause,) = [w.detail for w in clk.warnings if w.code == "stall_cause"]
+    assert "not RT throttling" in cause
 
 
 def test_clk_dur_cross_check_detects_a_wrong_period() -> None:

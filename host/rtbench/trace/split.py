@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rtbench.analysis import stalls
 from rtbench.model import CaseResult, Check, Point, Run, Series
 from rtbench.model import Warning as RunWarning
 from rtbench.trace.formats import FormatError
@@ -196,6 +197,8 @@ def split_cases(run: Run, pairing: Pairing, capture: Capture, cpu: int) -> None:
         case.warnings.append(RunWarning("trace", detail, case.case))
         if case.case == CLK_DUR:
             check, why = tick_cross_check(case, w, timers, timer_entries, cpu)
+            kernel_period = _kernel_period(timer_entries, w)
+            stalls.explain(case, run.machine, timer_entries, w.begin, kernel_period)
             if check is not None:
                 case.checks.append(check)
                 if check.verdict == "fail" and case.outcome == "passed":
@@ -288,6 +291,7 @@ def tick_cross_check(
         + (f", mean local_timer {_us(kernel_mean)}" if kernel_mean is not None else "")
         + f" ({len(entries)} local_timer interrupts on CPU {cpu}; the periods must agree "
         + f"within {TICK_TOLERANCE:.0%})"
+        + _durations(gap_s, durations)
     )
     if not ok:
         # CLK-DUR reports other recurring gap sources apart (under a
@@ -318,6 +322,31 @@ def tick_cross_check(
                 ok = True
                 break
     return Check(case.case, "trace_tick_period", "pass" if ok else "fail", detail), ""
+
+
+def _kernel_period(timer_entries: list[int], w: Window) -> float | None:
+    lo = bisect.bisect_left(timer_entries, w.begin)
+    hi = len(timer_entries) if w.end is None else bisect.bisect_left(timer_entries, w.end)
+    if hi - lo < 3:
+        return None
+    return float(np.median(np.diff(np.asarray(timer_entries[lo:hi], dtype=np.int64))))
+
+
+def _durations(gap: Series | None, handler: list[int]) -> str:
+    """The tick's gap against the kernel's own handler time: a gap holds the
+    handler, plus interrupt entry and exit and whatever no kernel event
+    covers (under a hypervisor, its own exits)."""
+    if gap is None or not handler or gap.n == 0:
+        return ""
+    g = float(np.median(gap.samples)) if gap.samples is not None and len(gap.samples) else gap.mean
+    h = float(np.median(np.asarray(handler, dtype=np.int64)))
+    if g is None or h <= 0:
+        return ""
+    return (
+        f"; durations: median tick gap {_us(g)}, median local_timer {_us(h)}, "
+        f"gap/handler {g / h:.1f}x ({_us(max(g - h, 0.0))} a tick covered by no kernel "
+        "event: interrupt entry and exit, a hypervisor)"
+    )
 
 
 def _agree(agent_period: float, kernel_period: float) -> bool:
