@@ -476,3 +476,42 @@ def test_comparison_leads_with_what_changed_in_the_tested_figure() -> None:
     # negative control: a run against itself changes nothing
     same = html_report([a, make_run()])
     assert "No series changed significantly in its p99" in same
+
+
+def test_charts_drawn_once_are_not_clipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Charts without a legend outside the axes are drawn once with fixed
+    margins (no tight bounding box: that draws twice); what they draw must
+    fit those margins, for wide values and both signs too."""
+    from matplotlib.figure import Figure
+
+    from rtbench.reports.content import run_view
+
+    w = StreamWriter()
+    w.hello(default_hello(["CLK-RES", "JIT-PER"]))
+    w.begin("CLK-RES", "Timer granularity")
+    series(w, "CLK-RES", "overshoot", [10**k + k for k in range(2, 9)] * 40)
+    w.end("CLK-RES", "passed", duration_ns=1)
+    w.begin("JIT-PER", "Jitter")
+    series(w, "JIT-PER", "latency", [(-1) ** i * 37 * i for i in range(4000)])
+    w.end("JIT-PER", "passed", duration_ns=1)
+    w.bye()
+    parsed = parse_lines(w.lines)
+    wide = assemble(parsed.records, parsed.issues, parsed.log)
+    original = charts.to_svg
+    clipped: list[str] = []
+    drawn: list[bool] = []
+
+    def checked(fig: Figure, title: str, tight: bool = False) -> str:
+        svg = original(fig, title, tight)
+        drawn.append(tight)
+        if not tight:
+            box, (width, height) = fig.get_tightbbox(), fig.get_size_inches()
+            if box.x0 < 0 or box.y0 < 0 or box.x1 > width or box.y1 > height:
+                clipped.append(f"{title}: {box} outside {width} x {height} in")
+        return svg
+
+    monkeypatch.setattr(charts, "to_svg", checked)
+    for r in (make_run(), wide):
+        run_view(r)
+    assert drawn.count(False) >= 4, drawn  # the test saw charts drawn once
+    assert not clipped, clipped

@@ -129,14 +129,17 @@ def _figure(width: float = 6.4, height: float = 2.4) -> tuple[Figure, Axes]:
     # Fixed margins: a layout engine measures every tick label twice and
     # would triple the time a report takes; these fit the labels we draw.
     fig = Figure(figsize=(width, height))
-    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.2, top=0.88)
+    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.2, top=0.88)
     return fig, fig.add_subplot()
 
 
-def to_svg(fig: Figure, title: str, tight: bool = True) -> str:
+def to_svg(fig: Figure, title: str, tight: bool = False) -> str:
     """The figure as an SVG element to inline in HTML: no XML prologue, no
     metadata, ids made unique, an accessible title. `tight`: the canvas is
-    cut to what is drawn, so no axis label or legend is clipped."""
+    fitted to what is drawn (a legend outside the axes); it draws the
+    figure twice, the cost of a report's charts, so only where the fixed
+    margins of `_figure` cannot hold what is drawn
+    (tests/host/test_reports.py: no chart of a run is clipped)."""
     buf = io.StringIO()
     fig.savefig(
         buf,
@@ -265,7 +268,7 @@ def group_svg(case: str, name: str, group: Sequence[Series]) -> str | None:
         else:
             ax.legend(frameon=False, fontsize=6.5, loc="upper left", bbox_to_anchor=(1.0, 1.02))
         ax.set_title(plain(title), loc="left")
-        return to_svg(fig, f"histogram of {case} {name}")
+        return to_svg(fig, f"histogram of {case} {name}", tight=not single)
 
 
 def timeseries_svg(s: Series, max_points: int = MAX_POINTS) -> str | None:
