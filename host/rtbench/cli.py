@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from rtbench import __version__, catalogue, doctor, errors, probe
 from rtbench.build import ARCHES, BOARDS, BuildError, Flavor, ensure_agent, ensure_firmware
@@ -159,7 +160,7 @@ def list_cases(agent_path: Path | None) -> None:
     for cid, title in catalogue.CATALOGUE.items():
         st, note = catalogue.status(cid, posix)
         fam = catalogue.FAMILIES.get(cid.split("-")[0], "")
-        t.add_row(cid, fam, title, f"[{style[st]}]{st}[/]" + (f" ({note})" if note else ""))
+        t.add_row(cid, fam, title, Text.assemble((st, style[st]), f" ({note})" if note else ""))
     out.print(t)
 
 

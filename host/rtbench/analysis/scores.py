@@ -71,8 +71,16 @@ def indicator_scores(run: Run) -> list[Score]:
     ]
 
 
-def _point_order(s: Series) -> tuple[tuple[str, int | str], ...]:
-    return tuple(sorted(s.point.items()))
+def _point_order(s: Series) -> tuple[tuple[str, tuple[int, float, str]], ...]:
+    """A total order of sweep points whatever their values' types (a stream
+    may mix `{"n": 2}` and `{"n": "ten"}`): numbers by value, before text."""
+
+    def value(v: object) -> tuple[int, float, str]:
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            return (0, float(v), "")
+        return (1, 0.0, str(v))
+
+    return tuple((k, value(v)) for k, v in sorted(s.point.items()))
 
 
 def headline_series(run: Run) -> list[Series]:

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from rtbench import catalogue, journal
 from rtbench.ab import pool
@@ -101,7 +102,7 @@ def _status_table(
         t.add_column(col)
     for cell in c.cells():
         got = "running" if cell.key in running else stored.get(cell.key)
-        shown = _STATE.get(got or "", "[dim]to run[/dim]")
+        shown = Text.from_markup(_STATE.get(got or "", "[dim]to run[/dim]"))
         t.add_row(
             cell.key, cell.target.name, cell.target.spec, cell.load, str(cell.repetition), shown
         )

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 from rich.console import Console
+from rich.segment import Segment
 
 from rtbench.io.atomic import OutputError, check_writable
 from rtbench.store import Store, StoreError, StoreLocation, locate
 from rtbench.store.location import LocationError
+from rtbench.text import printable
 
 # skipped: nothing judged (docs/outcomes.md); nothing failed either.
 EXIT = {"passed": 0, "failed": 1, "error": 2, "skipped": 0}
@@ -31,8 +33,27 @@ def output_width() -> int | None:
     return None if sys.stdout.isatty() else PIPED_WIDTH
 
 
-out = Console(width=output_width())
-err = Console(stderr=True)
+class TextConsole(Console):
+    """A console on which every string is text: stream strings (an OS
+    release `6.1.0-custom[/rt]`, a case id `[/bad]`) are never read as
+    markup or emoji codes, and their control characters (ANSI and OSC
+    sequences) are shown escaped, never sent to the terminal
+    (`rtbench.text`). Styles come from Text, Table and `style=`; where code
+    means markup it says `markup=True` or uses `Text.from_markup`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(markup=False, emoji=False, **kwargs)
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        # Every segment of text passes here on its way out (tables, the live
+        # bar included); control segments are rich's own cursor moves.
+        return super()._render_buffer(
+            s if s.control else Segment(printable(s.text), s.style) for s in buffer
+        )
+
+
+out = TextConsole(width=output_width())
+err = TextConsole(stderr=True)
 
 
 def configure_output() -> None:
@@ -66,7 +87,7 @@ def print_data(fmt: str, doc: dict[str, Any], main: Any) -> None:
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    err.print("[bold red]rtbench:[/bold red] ", end="")
+    err.print("[bold red]rtbench:[/bold red] ", end="", markup=True)
     err.print(message, highlight=False, markup=False, soft_wrap=True)
     sys.exit(code)
 
@@ -83,7 +104,7 @@ def parse_labels(pairs: tuple[str, ...]) -> dict[str, str]:
 
 def say(message: str) -> None:
     """A plain note on stderr ("rtbench: ..."), for what the user must know."""
-    err.print("[bold yellow]rtbench:[/bold yellow] ", end="")
+    err.print("[bold yellow]rtbench:[/bold yellow] ", end="", markup=True)
     err.print(message, highlight=False, markup=False, soft_wrap=True)
 
 

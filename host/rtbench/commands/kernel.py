@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from rtbench.commands.common import err, fail, out
 from rtbench.targets import kernels
@@ -48,7 +49,8 @@ def list_kernels() -> None:
         k = kernels.cached(name)
         if k is None:
             arch = spec.qemu_arch
-            t.add_row(name, arch, "[dim]not fetched[/dim]", "", "", "", "", "")
+            missing = Text("not fetched", style="dim")
+            t.add_row(name, arch, missing, "", "", "", "", "")
         else:
             hz = str(k.hz) if k.hz else "?"
             lat = "yes" if k.timerlat else "no"

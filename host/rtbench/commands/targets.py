@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from rtbench.commands.common import err, fail, out
 from rtbench.targets import (
@@ -61,7 +61,7 @@ def close_quietly(target: Target) -> None:
     try:
         close(target)
     except TargetError as e:
-        err.print(f"[yellow]{escape(str(e))}[/yellow]")
+        err.print(str(e), style="yellow")
 
 
 def open_transport(target: Target, agent: Path | None) -> Transport:
@@ -115,12 +115,13 @@ def targets_cmd(specs: tuple[str, ...], no_check: bool) -> None:
         t.add_column(col, overflow="fold")
     for (name, spec), target, reach in zip(rows, resolved, checks, strict=True):
         kind = target.kind if not isinstance(target, str) else "?"
+        state: str | Text
         if reach is None:
             state, detail = "-", "" if not isinstance(target, str) else target
         else:
-            state = "[green]yes[/green]" if reach.ok else "[red]no[/red]"
+            state = Text("yes", style="green") if reach.ok else Text("no", style="red")
             detail = reach.detail
-        t.add_row(escape(name), kind, escape(spec), state, escape(detail))
+        t.add_row(name, kind, spec, state, detail)
     out.print(t)
     if not named and not specs:
         out.print(

@@ -242,14 +242,32 @@ def _get(d: dict[str, Any], key: str, t: schema.Type, default: Any = _MISSING) -
     return value
 
 
-def _series(case: str, d: dict[str, Any]) -> Series:
+def _samples(case: str, d: dict[str, Any]) -> Int64Array | None:
+    """The raw samples: whole numbers within int64, as the agent measures
+    them (a float would be cut to an integer, 2**80 overflow)."""
     samples = d.get("samples")
+    if samples is None:
+        return None
+    where = f"{case}.{d.get('name')}: samples"
+    if not isinstance(samples, list):
+        raise schema.SchemaError(f"{where}: expected a list, not {type(samples).__name__}")
+    for i, v in enumerate(samples):
+        if type(v) is not int or not schema.I64_MIN <= v <= schema.I64_MAX:
+            raise schema.SchemaError(f"{where}[{i}]: {v!r} is not a 64-bit whole number")
+    return np.asarray(samples, dtype=np.int64)
+
+
+def _series(case: str, d: dict[str, Any]) -> Series:
+    low, high = _get(d, "min", schema.WIRE_INT, None), _get(d, "max", schema.WIRE_INT, None)
+    if low is not None and high is not None and low > high:
+        name = _get(d, "name", schema.text)
+        raise schema.SchemaError(f"{case}.{name}: min {low} is above max {high}")
     return Series(
         case=case,
         name=_get(d, "name", schema.text),
         point=_get(d, "point", schema.point, {}),
         unit=_get(d, "unit", schema.text, "ns"),
-        samples=None if samples is None else np.asarray(samples, dtype=np.int64),
+        samples=_samples(case, d),
         holes=_get(d, "holes", _ANY_INT, 0),
         hist=hist_from_dict(_get(d, "hist", schema.any_object, None)),
         n=_get(d, "n", schema.U64),
@@ -312,7 +330,7 @@ def run_from_export(doc: dict[str, Any]) -> Run:
         )
     except schema.SchemaError as e:
         raise ExportError(f"damaged export: {e}") from e
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
+    except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as e:
         raise ExportError(f"damaged export: {type(e).__name__}: {e}") from e
 
 
@@ -322,4 +340,6 @@ def read_json(path: str | Path) -> Run:
             doc = json.load(f)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ExportError(f"cannot read {path}: {e}") from e
+    except RecursionError:
+        raise ExportError(f"cannot read {path}: damaged export: nested too deeply") from None
     return run_from_export(doc)

@@ -16,6 +16,7 @@ from typing import Any
 
 from rtbench.model import Run
 from rtbench.reports.render import render
+from rtbench.text import printable
 
 # Backslash escapes (CommonMark: any ASCII punctuation) rather than HTML
 # entities, so the text stays readable in a terminal: "\<" cannot open a
@@ -28,7 +29,7 @@ _EDGE_UNDERSCORE = re.compile(r"(?<!\w)_|_(?!\w)")
 
 def md_escape(value: Any) -> str:
     """A value as literal Markdown text on one line."""
-    text = "-" if value is None else str(value)
+    text = "-" if value is None else printable(str(value))
     text = _PUNCT.sub(r"\\\1", text)
     text = _EDGE_UNDERSCORE.sub(r"\\_", text)
     return " ".join(text.split())  # a newline would end a table row

@@ -119,7 +119,7 @@ class RunProgress:
         if self.live:
             self.bar = Progress(
                 SpinnerColumn(),
-                TextColumn("{task.description}"),
+                TextColumn("{task.description}", markup=False),  # case ids are text
                 BarColumn(),
                 TaskProgressColumn(),
                 TimeElapsedColumn(),

@@ -98,6 +98,9 @@ def load_targets_file(path: Path | None = None) -> dict[str, dict[str, Any]]:
         return {}
     except OSError as e:
         raise TargetError(f"{path}: cannot read the targets file: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        why = f"not UTF-8 text (byte {e.start}): damaged targets file"
+        raise TargetError(f"{path}: {why}") from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
