@@ -47,6 +47,7 @@ from rtbench.commands.common import (
     out,
     parse_labels,
     print_data,
+    say,
 )
 from rtbench.io.atomic import OutputError, atomic_binary, atomic_text
 from rtbench.io.cyclictest import read_cyclictest
@@ -473,7 +474,8 @@ def export(ctx: click.Context, ref: str, fmt: str, output: Path, samples: bool) 
         else:
             write_csv(run, f)
     if str(output) != "-":
-        out.print(f"run {run.id} written to {output} ({fmt})", highlight=False, markup=False)
+        # On stderr: the output may be stdout itself (`-o /dev/stdout`).
+        say(f"run {run.id} written to {output} ({fmt})")
 
 
 def _store_import(

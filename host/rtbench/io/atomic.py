@@ -5,17 +5,27 @@ beside its destination and is renamed into place once complete, so a full
 disk, a read-only mount or a kill leaves the old file (or none), never half
 of a new one. `check_writable` says before a long run that the file could
 not be written at all.
+
+Only a regular file is replaced. An existing path that is something else is
+never destroyed (as root, `-o /dev/null` must not replace the system's
+/dev/null with a file): a FIFO, a character device (`/dev/null`, a
+terminal) or the process's own streams (`-o /dev/stdout`) are written
+through, as asked; a directory, a block device or a socket is refused. A
+symbolic link is followed: the file it points to is replaced, the link
+stays.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import IO, cast
+from typing import IO, Any, cast
 
 
 class OutputError(Exception):
@@ -26,12 +36,68 @@ def _reason(e: OSError) -> str:
     return e.strerror or str(e)
 
 
+# Paths that name an open stream of this process, whatever is behind it.
+_OWN_STREAMS = ("/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/")
+
+
+def _own_fd(path: Path) -> int | None:
+    """The descriptor `path` names (/dev/stdout: 1, /dev/fd/N: N), else None."""
+    text = str(path)
+    named = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+    if text in named:
+        return named[text]
+    for prefix in ("/dev/fd/", "/proc/self/fd/"):
+        if text.startswith(prefix) and text[len(prefix) :].isdigit():
+            return int(text[len(prefix) :])
+    return None
+
+
+def _open_through(path: Path, mode: str, **kwargs: Any) -> IO[Any]:
+    """A FIFO or a device opened for writing; the process's own stream is
+    written through its descriptor (sharing its offset: what the shell
+    redirected to a file is neither truncated nor overwritten)."""
+    fd = _own_fd(path)
+    if fd is not None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return open(os.dup(fd), mode, **kwargs)
+    return open(path, mode, **kwargs)
+
+
+def destination(path: Path) -> tuple[Path, bool]:
+    """Where to write for `path`, and whether to write through it (True)
+    rather than replace it: the file a symbolic link points to; through
+    for a FIFO, a character device or the process's own streams. Raises
+    OutputError for what must never be written over."""
+    try:
+        st = os.stat(path)  # follows links
+    except FileNotFoundError:
+        # A new file; a dangling link is followed to where it points.
+        return (Path(os.path.realpath(path)) if path.is_symlink() else path), False
+    except OSError as e:
+        raise OutputError(f"cannot write {path}: {_reason(e)}") from e
+    mode = st.st_mode
+    if stat.S_ISDIR(mode):
+        raise OutputError(f"cannot write {path}: it is a directory")
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or str(path).startswith(_OWN_STREAMS):
+        return path, True
+    if not stat.S_ISREG(mode):
+        what = {stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}.get(
+            stat.S_IFMT(mode), "not a regular file"
+        )
+        raise OutputError(f"cannot write {path}: it is {what}; give a file name")
+    return Path(os.path.realpath(path)), False
+
+
 def check_writable(path: Path) -> None:
     """Raises OutputError when `path` clearly cannot be written: its directory
-    is missing or read-only, or it is a directory."""
+    is missing or read-only, or it is a directory (or a block device...)."""
+    path, through = destination(path)
+    if through:
+        if not os.access(path, os.W_OK):
+            raise OutputError(f"cannot write {path}: permission denied")
+        return
     parent = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise OutputError(f"cannot write {path}: it is a directory")
     if not parent.is_dir():
         raise OutputError(f"cannot write {path}: the directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
@@ -67,13 +133,22 @@ def atomic_binary(path: Path) -> AbstractContextManager[IO[bytes]]:
 @contextmanager
 def _atomic(path: Path, mode: str, newline: str | None) -> Iterator[IO[str] | IO[bytes]]:
     check_writable(path)
+    shown = path
+    path, through = destination(path)
+    kwargs = {} if "b" in mode else {"encoding": "utf-8", "newline": newline}
+    if through:
+        try:
+            with _open_through(path, mode, **kwargs) as f:
+                yield f
+        except OSError as e:
+            raise OutputError(f"cannot write {shown}: {_reason(e)}") from e
+        return
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
     except OSError as e:
         raise OutputError(f"cannot write {path}: {_reason(e)}") from e
     done = False
     try:
-        kwargs = {} if "b" in mode else {"encoding": "utf-8", "newline": newline}
         with os.fdopen(fd, mode, **kwargs) as f:  # type: ignore[call-overload]
             yield f
             f.flush()
@@ -110,13 +185,23 @@ class AtomicSink:
         check_writable(path)
         self.path = path
         self.error: str | None = None
+        real, self._through = destination(path)
+        self._real = real  # a link's target: the file replaced
+        if self._through:  # a FIFO or a device: written as the run goes
+            self._tmp = str(real)
+            try:
+                self._f: IO[bytes] | None = _open_through(real, "wb")
+            except OSError as e:
+                raise OutputError(f"cannot write {path}: {_reason(e)}") from e
+            return
+        path = real
         try:
             fd, self._tmp = tempfile.mkstemp(
                 prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
             )
         except OSError as e:
             raise OutputError(f"cannot write {path}: {_reason(e)}") from e
-        self._f: IO[bytes] | None = os.fdopen(fd, "wb")
+        self._f = os.fdopen(fd, "wb")
 
     def write(self, data: bytes) -> None:
         if self._f is None:
@@ -136,12 +221,16 @@ class AtomicSink:
         if f is None:
             return
         try:
+            if self._through:
+                self._f = None
+                f.close()
+                return
             f.flush()
             os.fsync(f.fileno())
             f.close()
             self._f = None
             os.chmod(self._tmp, 0o666 & ~_umask())
-            os.replace(self._tmp, self.path)
+            os.replace(self._tmp, self._real)
         except OSError as e:
             self._fail(e)
 
@@ -150,5 +239,6 @@ class AtomicSink:
             with contextlib.suppress(OSError):
                 self._f.close()
             self._f = None
-        with contextlib.suppress(OSError):
-            os.unlink(self._tmp)
+        if not self._through:  # (what went through a FIFO cannot be taken back)
+            with contextlib.suppress(OSError):
+                os.unlink(self._tmp)
