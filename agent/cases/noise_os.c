@@ -8,15 +8,20 @@
  * the hypervisor): a sample of `noise`, with when it began in `noise_at`.
  * The self-test (`blocker_us`) makes noise of a known length: a thread of
  * higher priority on the same CPU that holds it `blocker_count` times. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../core/rtb.h"
 
+/* Iterations timed before the run to find the loop's own cost. */
+#define CALIBRATION 255
+
 static const rtb_param_def params[] = {
     {.name = "duration_ms", .help = "polling time per CPU", .def = {500}, .ndef = 1, .min = 1,
      .max = 86400000},
-    {.name = "threshold_ns", .help = "a loop iteration at least this long is noise", .def = {1000},
-     .ndef = 1, .min = 10, .max = 1000000000},
+    {.name = "threshold_ns", .help = "a loop iteration at least this long is noise; 0: 1 us "
+     "more than the loop's own median", .def = {0}, .ndef = 1, .min = 0,
+     .max = 1000000000},
     {.name = "blocker_us", .help = "self-test: a higher-priority thread on the first CPU holds "
      "it this long (0: off)", .def = {0}, .ndef = 1, .min = 0, .max = 1000000},
     {.name = "blocker_count", .help = "self-test: how often the blocker holds the CPU",
@@ -28,6 +33,7 @@ typedef struct poller {
     int cpu;
     rtb_time end, threshold, noise_ns, polled;
     rtb_series loop, noise, at;
+    rtb_time *scratch; /* CALIBRATION loop times */
     bool ready;
 } poller;
 
@@ -37,20 +43,49 @@ typedef struct blocker {
     int count, done;
 } blocker;
 
+static int cmp_time(const void *a, const void *b)
+{
+    rtb_time x = *(const rtb_time *)a, y = *(const rtb_time *)b;
+    return (x > y) - (x < y);
+}
+
+/* The loop cannot resolve a gap shorter than its own iteration: where a
+ * timestamp costs microseconds (an emulated board), a fixed 1 us would call
+ * every iteration noise. The same loop, timed CALIBRATION times before the
+ * run: 1 us more than its median (an RTOS tick of a few us still shows). */
+static rtb_time auto_threshold(poller *p)
+{
+    rtb_time prev = rtb_ts_now();
+    for (int i = 0; i < CALIBRATION; i++) {
+        rtb_time now = rtb_ts_now(), d = now - prev;
+        rtb_hist_add(&p->loop.hist, d);
+        p->scratch[i] = d;
+        prev = now;
+    }
+    rtb_hist_init_log2(&p->loop.hist, p->loop.hist.sub_bits); /* not samples of the run */
+    qsort(p->scratch, CALIBRATION, sizeof *p->scratch, cmp_time);
+    return p->scratch[CALIBRATION / 2] + 1000;
+}
+
 static void poll_main(void *arg)
 {
     poller *p = arg;
+    if (!p->threshold)
+        p->threshold = auto_threshold(p);
     rtb_time first = rtb_ts_now(), prev = first;
     while (!atomic_load_explicit(&p->ctx->stop, memory_order_relaxed)) {
         rtb_time now = rtb_ts_now(), d = now - prev;
         /* Histogram only: the raw loop times are billions of the same few ns. */
         rtb_hist_add(&p->loop.hist, d);
+        prev = now;
         if (d >= p->threshold) {
             rtb_series_push(&p->noise, d);
-            rtb_series_push(&p->at, prev - first);
+            rtb_series_push(&p->at, now - d - first);
             p->noise_ns += d;
+            /* Recording a gap takes longer than an iteration on a slow board:
+             * counted, it would make the next iteration a gap too. */
+            prev = rtb_ts_now();
         }
-        prev = now;
         if (now >= p->end)
             break;
     }
@@ -76,7 +111,8 @@ static int init_poller(rtb_ctx *ctx, poller *p, int cpu, bool multi)
     p->ctx = ctx;
     p->cpu = cpu;
     p->threshold = rtb_param(ctx, "threshold_ns");
-    if (rtb_series_init(&p->loop, "loop", 0) != RTB_OK ||
+    p->scratch = rtb_mem_calloc(CALIBRATION, sizeof *p->scratch);
+    if (!p->scratch || rtb_series_init(&p->loop, "loop", 0) != RTB_OK ||
         rtb_series_init(&p->noise, "noise", cap) != RTB_OK ||
         rtb_series_init(&p->at, "noise_at", cap) != RTB_OK)
         return RTB_ENOMEM;
@@ -194,6 +230,7 @@ out:
             rtb_series_free(&ps[i].at);
             rtb_series_free(&ps[i].noise);
             rtb_series_free(&ps[i].loop);
+            rtb_mem_free(ps[i].scratch);
         }
     rtb_mem_free(b);
     rtb_mem_free(th);

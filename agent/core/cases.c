@@ -42,6 +42,7 @@ extern const rtb_case rtb_case_clk_res;
 extern const rtb_case rtb_case_jit_per;
 extern const rtb_case rtb_case_rsp_io;
 extern const rtb_case rtb_case_noise_os;
+extern const rtb_case rtb_case_jit_dl;
 
 const rtb_case *const rtb_cases[] = {
     &rtb_case_cal_timer,
@@ -81,6 +82,7 @@ const rtb_case *const rtb_cases[] = {
     &rtb_case_jit_per,
     &rtb_case_rsp_io,
     &rtb_case_noise_os,
+    &rtb_case_jit_dl,
 };
 const int rtb_ncases = (int)(sizeof rtb_cases / sizeof rtb_cases[0]);
 

@@ -64,6 +64,7 @@ CATALOGUE: dict[str, str] = {
     "CLK-RES": "Timer granularity",
     "JIT-PER": "Periodic task release jitter",
     "JIT-AB": "Same experiment, two configurations",
+    "JIT-DL": "Deadline task releases, misses and overruns",
     "RSP-IO": "Input edge to output edge",
     "NOISE-OS": "OS noise seen by a busy-polling thread (oslat)",
 }

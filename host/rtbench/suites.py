@@ -55,6 +55,7 @@ CASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "CLK-DUR": ({"duration_ms": "400"}, {"duration_ms": "10000"}),
     "CLK-RES": ({"count": "200"}, {"count": "2000"}),
     "JIT-PER": ({"period_us": "1000", "cycles": "2000"}, {"period_us": "10000", "cycles": "5000"}),
+    "JIT-DL": ({"cycles": "500"}, {"cycles": "10000"}),
     "NOISE-OS": ({"duration_ms": "300"}, {"duration_ms": "60000"}),
     # @RSP-suites
     "RSP-IO": (

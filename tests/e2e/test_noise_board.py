@@ -1,0 +1,39 @@
+"""NOISE-OS on the emulated board (FreeRTOS, -icount): the only noise a
+polling task sees there is the kernel's 1 kHz tick, so its gaps are the
+tick's known answer: one per millisecond of polling, each the same length,
+one tick period apart."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import rtbench
+
+from rtbench.stream import load_run
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("qemu-system-arm") is None or shutil.which("arm-none-eabi-gcc") is None,
+    reason="qemu-system-arm and arm-none-eabi-gcc are needed (.ci/run installs them)",
+)
+
+
+def test_the_tick_is_the_noise(tmp_path: Path) -> None:
+    stream = tmp_path / "noise.rtb"
+    r = rtbench("run", "--target", "qemu:freertos-mps2-an385", "-c", "NOISE-OS",
+                "--set", "NOISE-OS.duration_ms=200", "--no-store", "--save-stream", str(stream))
+    assert r.returncode == 0, r.stderr
+    case = load_run(stream).case("NOISE-OS")
+    assert case is not None and case.outcome == "passed", case
+    noise, at = case.find("noise"), case.find("noise_at")
+    assert noise is not None and at is not None
+    assert noise.samples is not None and at.samples is not None
+    assert 198 <= noise.n <= 201  # a tick a millisecond for 200 ms
+    assert noise.max - noise.min <= 100  # ns: the same handler every time
+    # A gap is seen where the loop is when the tick comes: each start within
+    # a few loop iterations (~4 us) of the lattice, the lattice exactly 1 ms.
+    period = np.diff(at.samples)
+    assert (np.abs(period - 1_000_000) <= 5_000).all()
+    assert abs(float(period.mean()) - 1_000_000) <= 100
