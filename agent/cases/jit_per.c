@@ -280,7 +280,9 @@ static void periodic(per *p)
                 b->release[bi] = p->released;
                 b->latency[bi] = w - ref;
             }
-        if (limit && w - ref > limit) {
+        /* The first release of each CPU is a warm-up (a cold cache, a task
+         * just created): never a break. */
+        if (limit && p->released && w - ref > limit) {
             broke(p, ref, w);
             p->released++;
             p->slot++;
@@ -644,10 +646,26 @@ static rtb_result run(rtb_ctx *ctx)
     if (nth && rtb_join_all(ctx, &th[np], 1) != RTB_OK)
         r = RTB_ERROR;
     bool broken = atomic_load(&k->taken) != 0;
-    if (broken)
+    if (broken) {
         emit_break(ctx, k, multi);
+        /* A break is a finding: a latency over what the user allowed. */
+        char where[32] = "";
+        if (multi)
+            snprintf(where, sizeof where, "CPU %d: ", k->cpu);
+        rtb_emit_check(ctx, "break", false, "%slatency %.1f us at release %lld, over the "
+                       "--break threshold of %.1f us (the first release of each CPU is a "
+                       "warm-up, not held against it)", where, (double)k->value / 1e3,
+                       (long long)k->index, (double)ctx->opt->break_ns / 1e3);
+        if (r == RTB_PASSED)
+            r = RTB_FAILED;
+    }
     for (int i = 0; i < np && r != RTB_ERROR; i++) {
-        if (!ps[i].released) {
+        if (!ps[i].released && broken) {
+            /* Stopped by another CPU's break before its first release: that
+             * CPU measured nothing, which is no failure of rtbench. */
+            rtb_warn(ctx, "no_release", "CPU %d: no release before the break on CPU %d",
+                     ps[i].cpu, k->cpu);
+        } else if (!ps[i].released) {
             rtb_emit_check_error(ctx, "releases", "%sno release before the hard deadline",
                                  multi ? "a CPU had " : "");
             r = RTB_ERROR;

@@ -176,3 +176,25 @@ def test_break_stops_at_the_first_sample_over_the_threshold(
     assert not any(w.code == "break" for w in full.warnings)
     skipped = [re.search(r"(\d+) periods skipped", w.detail) for w in full.warnings]
     assert whole.n + sum(int(m[1]) for m in skipped if m is not None) == 2000
+
+
+def test_break_spares_each_cpus_first_release_and_is_a_finding(
+    test_agent: Path, run_agent: Runner
+) -> None:
+    """Issue 20: a cold first release (797 µs on CPU 0) broke the run at
+    sample 0 and, the other CPU not having released yet, made the case an
+    error. A threshold of 1 ns makes every release slow, the first ones too:
+    the break comes at each CPU's second release, the case fails (exit 1,
+    the sample named in a failed `break` check), and a CPU stopped before
+    its first release is a warning, never an error."""
+    case = "JIT-PER:period_us=1000:cycles=100:load_threads=0"
+    r = run_agent(test_agent, ["--cpus", "all", "--break", "1", case])
+    c = jit(r)
+    [brk] = [rec.body for rec in r.parsed.records if rec.kind == "break"]
+    assert brk["index"] == 1  # release 0 of every CPU is the warm-up
+    assert c.outcome == "failed" and r.code == 1, (c.outcome, c.checks)
+    [check] = [k for k in c.checks if k.name == "break"]
+    assert check.verdict == "fail" and "at release 1," in check.detail
+    assert not [k for k in c.checks if k.verdict == "error"], c.checks
+    for w in c.warnings:
+        assert w.code != "no_release" or "before the break" in w.detail

@@ -241,3 +241,65 @@ def test_a_hog_whose_switch_in_was_overwritten_is_named_by_its_own_events() -> N
     )
     assert s.culprit is not None and s.culprit.task == Task("hog", 60, 4), s.headline()
     assert "idle" not in s.headline()
+
+
+def test_a_late_local_timer_blames_no_thread() -> None:
+    """Issue 20: the release's own timer interrupt entered 1,180 µs late
+    while a normal thread was current: on a VM the vCPU was not running (or
+    interrupts were off). The explanation says so and names no thread as
+    having held the CPU."""
+    s = timeline(
+        1190,
+        [
+            sw(500 * US, TASK, LOW),
+            ev(2180 * US, "irq_vectors:local_timer_entry", LOW[1], vector=236),
+            ev(2183 * US, "sched:sched_waking", LOW[1], pid=TASK[1], comm="jit-per", prio=19),
+            ev(2185 * US, "irq_vectors:local_timer_exit", LOW[1], vector=236),
+            sw(2188 * US, LOW, TASK),
+        ],
+    )
+    assert s.timer_late_ns == 1180 * US
+    head = s.headline()
+    assert "the local timer interrupt entered 1180.0 µs late" in head
+    assert "the CPU was not running this kernel's code" in head
+    assert "held the CPU" not in head and "low" not in head
+    # Negative control: the timer on time, the same thread keeping the CPU
+    # after the wake-up is named.
+    on_time = timeline(
+        1190,
+        [
+            sw(500 * US, TASK, LOW),
+            ev(1001 * US, "irq_vectors:local_timer_entry", LOW[1], vector=236),
+            ev(1002 * US, "sched:sched_waking", LOW[1], pid=TASK[1], comm="jit-per", prio=19),
+            ev(1004 * US, "irq_vectors:local_timer_exit", LOW[1], vector=236),
+            sw(2188 * US, LOW, TASK),
+        ],
+    )
+    assert on_time.timer_late_ns is None and "thread low" in on_time.headline()
+
+
+def test_the_explanation_never_contradicts_its_excerpt() -> None:
+    """The switch that ran the task is not in the trace (lost or
+    overwritten), its waking is: the waking is found, and no note says
+    there was none above an excerpt showing it."""
+    s = timeline(
+        300,
+        [
+            sw(500 * US, TASK, HOG),
+            ev(1001 * US, "sched:sched_waking", HOG[1], pid=TASK[1], comm="jit-per", prio=19),
+        ],
+    )
+    assert s.woken == 1001 * US
+    assert any("sched_waking" in line and "pid=50" in line for line in s.excerpt), s.excerpt
+    assert not any("no sched_waking" in n for n in s.notes), s.notes
+    # A first release woken before its planned time (it was late to start)
+    # says so rather than claiming a late timer.
+    early = timeline(
+        300,
+        [
+            ev(900 * US, "sched:sched_waking", HOG[1], pid=TASK[1], comm="jit-per", prio=19),
+            sw(950 * US, HOG, TASK),
+        ],
+    )
+    assert any("before the planned release" in n for n in early.notes), early.notes
+    assert not any("no sched_waking" in n for n in early.notes)

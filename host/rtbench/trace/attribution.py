@@ -53,6 +53,11 @@ SOFTIRQS = (
 
 # Before the planned time the excerpt shows this much, for context.
 LEAD_NS = 200_000
+# The release's timer interrupt entered this late (and at least this share
+# of the latency): the CPU was not running this kernel's code, or had
+# interrupts off. An on-time local timer enters within a few µs.
+LATE_TIMER_NS = 50_000
+LATE_TIMER_SHARE = 0.5
 EXCERPT_LINES = 60
 
 
@@ -109,6 +114,7 @@ class Spike:
     woken: int | None  # the task's sched_waking
     running: int | None  # the sched_switch that ran it
     marker: int
+    timer_entry: int | None = None  # the first local_timer_entry at or after `planned`
     contributors: list[Contributor] = field(default_factory=list)
     excerpt: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -126,6 +132,21 @@ class Spike:
         return self.running - self.woken
 
     @property
+    def timer_late_ns(self) -> int | None:
+        """How late the release's timer interrupt entered, when that is most
+        of the latency (the wake-up followed it): then no thread of this
+        kernel delayed the release, the CPU was not running its code (a
+        hypervisor not running the vCPU) or had interrupts off."""
+        if self.timer_entry is None:
+            return None
+        late = self.timer_entry - self.planned
+        if late < max(LATE_TIMER_NS, LATE_TIMER_SHARE * self.latency_ns):
+            return None
+        if self.woken is not None and self.woken < self.timer_entry:
+            return None  # woken before the timer: it was not the timer's wake-up
+        return late
+
+    @property
     def culprit(self) -> Contributor | None:
         others = [c for c in self.contributors if c.task is None or c.task.pid != self.task.pid]
         return max(others, key=lambda c: c.ns, default=None)
@@ -140,7 +161,15 @@ class Spike:
         if self.wait_ns is not None:
             parts.append(f"then waited {_us(self.wait_ns)} to run")
         c = self.culprit
-        if c is not None and c.ns > 0:
+        timer_late = self.timer_late_ns
+        if timer_late is not None:
+            # No thread to blame: the timer interrupt itself could not enter.
+            parts.append(
+                f"the local timer interrupt entered {_us(timer_late)} late: the CPU was not "
+                "running this kernel's code (a hypervisor not running the vCPU) or had "
+                "interrupts off"
+            )
+        elif c is not None and c.ns > 0:
             held = f"{c.describe()} held the CPU {_us(c.ns)}"
             if c.task is not None and c.after_wakeup_ns:
                 held += f" ({_us(c.after_wakeup_ns)} of it after the wake-up)"
@@ -234,20 +263,38 @@ def _explain(
     task = comms.get(tid, Task("?", tid, None))
     spike = Spike(case, cpu, latency, task, planned, None, None, marker.ts)
     # Its switch-in on this CPU (the last before the marker), and the last
-    # waking of it (on any CPU) before that.
+    # waking of it (on any CPU) before that, over the excerpt's window: a
+    # waking the excerpt shows is always found (a switch-in that is not
+    # there, overwritten or lost, must not hide it).
     lo = _first_at(events, planned - LEAD_NS)
     for j in range(at - 1, lo - 1, -1):
         e = events[j]
-        if spike.running is None:
-            if e.name == "sched:sched_switch" and e.cpu == cpu and e.fields.get("next_pid") == tid:
-                spike.running = e.ts
-        elif e.name == "sched:sched_waking" and e.fields.get("pid") == tid:
+        if e.name == "sched:sched_waking" and e.fields.get("pid") == tid:
             spike.woken = e.ts
+            break
+        if spike.running is None and (
+            e.name == "sched:sched_switch" and e.cpu == cpu and e.fields.get("next_pid") == tid
+        ):
+            spike.running = e.ts
+    for e in events[_first_at(events, planned) : at]:
+        if e.cpu == cpu and e.name == "irq_vectors:local_timer_entry":
+            spike.timer_entry = e.ts
             break
     if spike.woken is None:
         spike.notes.append(
-            "no sched_waking of the task in the trace: it may not have slept (an overrun), "
+            f"no sched_waking of the task (pid {tid}) in the trace from "
+            f"{_us(LEAD_NS)} before the planned release: it may not have slept (an overrun), "
             "or the event was lost"
+        )
+    elif spike.woken < planned:
+        spike.notes.append(
+            f"the task was woken {_us(planned - spike.woken)} before the planned release: it "
+            "was not asleep waiting for it (a late start, e.g. its first release, or an overrun)"
+        )
+    if spike.timer_late_ns is not None:
+        spike.notes.append(
+            "the time credited to whatever was current before the timer entered is time in "
+            "which this kernel recorded no event on the CPU: no proof that it ran"
         )
     end = spike.running if spike.running is not None else marker.ts
     spike.contributors = _credit(events, at, cpu, planned, end, spike.woken, comms)
