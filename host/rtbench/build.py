@@ -12,10 +12,13 @@ once, without running CMake; a source change rebuilds.
 
 An RTOS port builds a firmware instead (`ensure_firmware`): the agent, the
 port and one board in one ELF file, cross-compiled for the board's CPU.
-The FreeRTOS port fetches FreeRTOS-Kernel (a pinned tag) with CMake; on a
-machine without internet a copy of that tag is used instead, from
-$RTBENCH_FREERTOS_KERNEL or a `shared/vendor/FreeRTOS-Kernel-V11.3.0`
-folder beside or above the checkout. Targets get a
+What to build comes from the port's and the board's manifests
+(rtbench.ports): the port's kernel is fetched by CMake at a pinned tag; on
+a machine without internet a copy of that tag is used instead, from the
+variable the manifest names (RTBENCH_FREERTOS_KERNEL...) or its folder of
+`shared/vendor/` beside or above the checkout. The firmware's stamp holds
+the kernel's content digest, not its path: a copy edited in place is
+rebuilt. Targets get a
 static binary by default, so one file runs on any Linux of its
 architecture (an initramfs, a board): `agent_digest` lets a target copy it
 only when it changed.
@@ -37,6 +40,8 @@ from typing import Literal
 
 import platformdirs
 
+from rtbench import ports
+
 Flavor = Literal["release", "test"]
 
 AGENT_NAME = "rtbench-agent"
@@ -44,8 +49,6 @@ AGENT_NAME = "rtbench-agent"
 STIM_NAME = "rtb-stim"
 ENV_SRC = "RTBENCH_AGENT_SRC"
 ENV_BUILD = "RTBENCH_BUILD_DIR"
-ENV_FREERTOS = "RTBENCH_FREERTOS_KERNEL"
-FREERTOS_KERNEL_TAG = "V11.3.0"
 _STAMP = ".rtbench-stamp"
 _CONFIG = ".rtbench-config"
 # Files outside agent/ that a checkout's CMakeLists builds too (the test
@@ -89,31 +92,6 @@ ARCHES: dict[str, Arch] = {
             "arm-linux-gnueabihf-gcc",
             "gcc-arm-linux-gnueabihf libc6-dev-armhf-cross",
             ("qemu-arm-static", "qemu-arm"),
-        ),
-    )
-}
-
-
-@dataclass(frozen=True)
-class Board:
-    """A board an RTOS port builds a firmware for."""
-
-    port: str  # the folder under agent/ports/
-    name: str  # the folder under the port's board/
-    toolchain: str  # agent/cmake/toolchain-<this>.cmake
-    compiler: str
-    packages: str  # Debian packages providing the compiler and its C library
-
-
-BOARDS: dict[tuple[str, str], Board] = {
-    (b.port, b.name): b
-    for b in (
-        Board(
-            "freertos",
-            "mps2-an385",
-            "cortex-m3",
-            "arm-none-eabi-gcc",
-            "gcc-arm-none-eabi libnewlib-arm-none-eabi",
         ),
     )
 }
@@ -310,22 +288,31 @@ def _build(src: Path, out: Path, args: list[str], config: str, digest: str) -> N
         _write(out / _STAMP, digest)
 
 
-def freertos_kernel_source(src: Path | None = None) -> Path | None:
-    """A local copy of FreeRTOS-Kernel at the pinned tag: $RTBENCH_FREERTOS_KERNEL,
-    else `shared/vendor/FreeRTOS-Kernel-<tag>` beside or above the checkout;
-    None: CMake fetches it from upstream."""
-    env = os.environ.get(ENV_FREERTOS)
-    if env:
-        path = Path(env).expanduser()
-        if not (path / "tasks.c").is_file():
-            raise BuildError(f"{ENV_FREERTOS}={env}: no FreeRTOS-Kernel sources there (tasks.c)")
-        return path.resolve()
-    start = (src or agent_source()).resolve().parent
-    for folder in (start, *start.parents):
-        candidate = folder / "shared" / "vendor" / f"FreeRTOS-Kernel-{FREERTOS_KERNEL_TAG}"
-        if (candidate / "tasks.c").is_file():
-            return candidate
-    return None
+def kernel_sources(port: str, src: Path | None = None) -> dict[ports.KernelSource, Path | None]:
+    """The local copy of each kernel source of `port` (None: CMake fetches it)."""
+    src = src or agent_source()
+    try:
+        p = ports.port(src, port)
+        return {s: ports.local_source(s, src) for s in p.sources}
+    except ports.ManifestError as e:
+        raise BuildError(str(e)) from None
+
+
+def kernel_identity(port: str) -> dict[str, str]:
+    """What a firmware's kernel is: name, version, and the digest of its
+    sources' content (rtbench.ports.kernel_digest)."""
+    src = agent_source()
+    try:
+        p = ports.port(src, port)
+    except ports.ManifestError as e:
+        raise BuildError(str(e)) from None
+    if not p.sources:
+        return {}
+    return {
+        "kernel": p.kernel,
+        "kernel_version": p.version,
+        "kernel_digest": ports.kernel_digest(kernel_sources(port, src)),
+    }
 
 
 def firmware_dir(port: str, board: str, flavor: Flavor = "release") -> Path:
@@ -333,13 +320,15 @@ def firmware_dir(port: str, board: str, flavor: Flavor = "release") -> Path:
 
 
 def ensure_firmware(port: str, board: str, flavor: Flavor = "release") -> Path:
-    """Builds the firmware of `port` for `board` when its sources or settings
-    changed; returns the ELF file (what QEMU's -kernel or a flasher takes)."""
-    b = BOARDS.get((port, board))
-    if b is None:
-        known = ", ".join(f"--port {p} --board {n}" for p, n in BOARDS)
-        raise BuildError(f"no board {board!r} for port {port!r}: known are {known}")
+    """Builds the firmware of `port` for `board` when its sources, its
+    kernel's or its settings changed; returns the ELF file (what QEMU's
+    -kernel or a flasher takes)."""
     src = agent_source()
+    try:
+        p = ports.port(src, port)
+        b = ports.board(src, p, board)
+    except ports.ManifestError as e:
+        raise BuildError(str(e)) from None
     out = _build_root(src) / f"{port}-{board}-{flavor}"
     args = [
         f"-DRTB_PORT={port}",
@@ -348,12 +337,14 @@ def ensure_firmware(port: str, board: str, flavor: Flavor = "release") -> Path:
         "-DRTB_TEST_BUILD=ON" if flavor == "test" else "-DRTB_TEST_BUILD=OFF",
         "-DCMAKE_BUILD_TYPE=Release",
     ]
-    kernel = freertos_kernel_source(src) if port == "freertos" else None
-    fetched = port == "freertos" and kernel is None
-    if kernel is not None:
-        args.append(f"-DFETCHCONTENT_SOURCE_DIR_FREERTOS_KERNEL={kernel}")
+    sources = kernel_sources(port, src)
+    fetched = [s for s, path in sources.items() if path is None]
+    # The stamp keys on the kernel's content; the configuration (which
+    # CMake must redo for another copy) on its path too.
+    settings = "\n".join([str(src), *args, ports.kernel_digest(sources)])
+    args += [s.cmake_arg(path) for s, path in sources.items() if path is not None]
     config = "\n".join([str(src), *args])
-    digest = source_digest(src, config)
+    digest = source_digest(src, settings)
     exe = out / AGENT_NAME
     if exe.is_file() and _read(out / _STAMP) == digest:
         return exe
@@ -369,10 +360,13 @@ def ensure_firmware(port: str, board: str, flavor: Flavor = "release") -> Path:
     except OSError as e:
         raise BuildError(f"cannot build in {out}: {e}; set {ENV_BUILD} to a writable folder") from e
     except BuildError as e:
-        if fetched and "freertos_kernel" in str(e):
+        missing = [s for s in fetched if s.fetch.lower() in str(e).lower()]
+        if missing:
+            names = ", ".join(f"{s.url} {s.tag}" for s in missing)
+            envs = ", ".join(s.env for s in missing)
             raise BuildError(
-                f"FreeRTOS-Kernel {FREERTOS_KERNEL_TAG} could not be fetched from upstream; "
-                f"without internet set {ENV_FREERTOS} to a copy of that tag.\n{e}"
+                f"{names} could not be fetched from upstream; without internet set "
+                f"{envs} to a copy of that tag.\n{e}"
             ) from None
         raise
     return exe

@@ -18,8 +18,8 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from rtbench import __version__, catalogue, doctor, errors, probe
-from rtbench.build import ARCHES, BOARDS, BuildError, Flavor, ensure_agent, ensure_firmware
+from rtbench import __version__, catalogue, doctor, errors, ports, probe
+from rtbench.build import ARCHES, BuildError, Flavor, agent_source, ensure_agent, ensure_firmware
 from rtbench.commands.common import (
     configure_output,
     fail,
@@ -118,7 +118,7 @@ def main(ctx: click.Context, db: str | None) -> None:
     "--port",
     default="posix",
     show_default=True,
-    help="The agent's port; an RTOS port (freertos) builds a firmware for --board.",
+    help="The agent's port (a folder of agent/ports/); an RTOS port builds a firmware for --board.",
 )
 @click.option("--board", default=None, help="The board of an RTOS port (e.g. mps2-an385).")
 def build(flavor: str, arch: str | None, static: bool | None, port: str, board: str | None) -> None:
@@ -126,10 +126,14 @@ def build(flavor: str, arch: str | None, static: bool | None, port: str, board: 
     port's firmware for a board."""
     kind: Flavor = "test" if flavor == "test" else "release"
     try:
-        if port != "posix" or board is not None:
+        try:
+            manifest = ports.port(agent_source(), port)
+        except ports.ManifestError as e:
+            fail(str(e))
+        if manifest.firmware or board is not None:
             if arch is not None or static is not None:
                 fail("--arch and --static are for the posix agent; a firmware's --board says both")
-            boards = sorted(n for p, n in BOARDS if p == port)
+            boards = sorted(manifest.boards)
             if board is None and len(boards) != 1:
                 fail(f"--port {port}: give --board ({', '.join(boards) or 'none known'})")
             exe = ensure_firmware(port, board or boards[0], kind)

@@ -1,5 +1,6 @@
 """How `rtbench build --port freertos` finds FreeRTOS-Kernel and says what
-is wrong, without building anything; and the board target's options and
+is wrong, without building anything; the ports' and boards' manifests the
+host reads instead of per-port code; and the board target's options and
 QEMU command line."""
 
 from __future__ import annotations
@@ -8,9 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from rtbench.build import ENV_FREERTOS, BuildError, ensure_firmware, freertos_kernel_source
+import re
+
+from rtbench import ports
+from rtbench.build import BuildError, agent_source, ensure_firmware
 from rtbench.targets import TargetError, resolve
-from rtbench.targets.qemu_board import BoardTarget, cap_samples, semihosting_args
+from rtbench.targets.qemu_board import BoardTarget, board_specs, cap_samples, semihosting_args
+
+ENV_FREERTOS = "RTBENCH_FREERTOS_KERNEL"
+
+
+def freertos_kernel_source(agent: Path) -> Path | None:
+    (source,) = ports.port(agent_source(), "freertos").sources
+    return ports.local_source(source, agent)
 
 
 def _checkout(root: Path, vendor: bool) -> Path:
@@ -45,7 +56,7 @@ def test_the_env_var_wins_and_is_checked(tmp_path: Path, monkeypatch: pytest.Mon
     mine = tmp_path / "mine"
     mine.mkdir()
     monkeypatch.setenv(ENV_FREERTOS, str(mine))
-    with pytest.raises(BuildError, match="no FreeRTOS-Kernel sources"):
+    with pytest.raises(ports.ManifestError, match="no FREERTOS_KERNEL sources"):
         freertos_kernel_source(agent)
     (mine / "tasks.c").write_text("")
     assert freertos_kernel_source(agent) == mine
@@ -77,3 +88,46 @@ def test_arguments_reach_the_firmware_intact() -> None:
     assert cap_samples(["--max-samples=1000000", "X"], 2000) == ["--max-samples=2000", "X"]
     assert cap_samples(["--max-samples", "10", "X"], 2000) == ["--max-samples=10", "X"]
     assert cap_samples(["X"], 2000) == ["--max-samples=2000", "X"]
+
+
+def test_every_port_is_its_folder_and_the_host_reads_its_manifest() -> None:
+    src = agent_source()
+    known = ports.ports(src)
+    assert {"posix", "freertos"} <= set(known)
+    assert not known["posix"].firmware and known["freertos"].firmware
+    for p in known.values():
+        # What the host fetches is what CMake fetches: the same URL and tag.
+        cmake = (src / "ports" / p.name / "port.cmake").read_text()
+        for s in p.sources:
+            assert re.search(rf"GIT_REPOSITORY\s+{re.escape(s.url)}", cmake), (p.name, s.url)
+            assert re.search(rf"GIT_TAG\s+{re.escape(s.tag)}\b", cmake), (p.name, s.tag)
+            assert s.commit in cmake
+    # qemu:<port>-<board> for every board an RTOS port lists, nothing else.
+    specs = board_specs()
+    assert set(specs) == {f"{p.name}-{b}" for p in known.values() for b in p.boards}
+    assert specs["freertos-mps2-an385"].board.qemu_machine == "mps2-an385"
+
+
+def test_a_bad_manifest_is_refused_with_its_path(tmp_path: Path) -> None:
+    folder = tmp_path / "ports" / "mine"
+    folder.mkdir(parents=True)
+    (folder / "port.toml").write_text('name = "other"\nos = "X"\n')
+    with pytest.raises(ports.ManifestError, match="not its folder"):
+        ports.read_port(folder / "port.toml")
+    (folder / "port.toml").write_text('name = "mine"\nos = "X"\nboards = "b"\n')
+    with pytest.raises(ports.ManifestError, match="list of board names"):
+        ports.read_port(folder / "port.toml")
+    (folder / "port.toml").write_text("name = [")
+    with pytest.raises(ports.ManifestError, match="port.toml"):
+        ports.read_port(folder / "port.toml")
+
+
+def test_the_kernel_digest_is_its_content_not_its_path(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        (d / "sub").mkdir(parents=True)
+        (d / "tasks.c").write_text("int x;\n")
+        (d / "sub" / "port.c").write_text("int y;\n")
+    assert ports.tree_digest(a) == ports.tree_digest(b)
+    (b / "sub" / "port.c").write_text("int y; /* patched */\n")
+    assert ports.tree_digest(a) != ports.tree_digest(b)

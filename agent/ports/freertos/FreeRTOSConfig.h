@@ -62,6 +62,11 @@
 #define INCLUDE_eTaskGetState 1
 #define INCLUDE_xTaskAbortDelay 1
 
+/* The board's vector table names the kernel's handlers as CMSIS does. */
+#define vPortSVCHandler SVC_Handler
+#define xPortPendSVHandler PendSV_Handler
+#define xPortSysTickHandler SysTick_Handler
+
 void rtb_freertos_assert(const char *file, int line);
 #define configASSERT(x)                                                                    \
     do {                                                                                   \

@@ -1,84 +1,39 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The firmware's entry: the board starts, one task builds the plan and
- * hands it to the portable runner (rtb_run), and the scheduler takes over.
- * The plan comes from the host as a command line (semihosting's
- * SYS_GET_CMDLINE: QEMU's -semihosting-config arg=...), in the POSIX
- * agent's syntax; a board without a host to ask runs the plan built in
- * (RTB_FIRMWARE_ARGS). The stream goes out of the console UART and the
- * runner's exit status ends the program (QEMU's exit code). */
+/* The FreeRTOS firmware's entry: the board starts, one task runs the
+ * agent (boards/common/agent_main.c), and the scheduler takes over; the
+ * runner's exit status ends the program (QEMU's exit code). Also what the
+ * shared bare-metal files ask of the kernel (boards/common/firmware.h). */
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "FreeRTOS.h"
 #include "task.h"
 
-#include "../../core/options.h"
 #include "../../core/rtb.h"
 #include "freertos_port.h"
 
-#ifndef RTB_FIRMWARE_ARGS
-#define RTB_FIRMWARE_ARGS "--no-samples SEM-SHF"
-#endif
-#define MAX_ARGS (RTB_MAX_RUN + 16)
-
-static char cmdline[4096];
-static char *args[MAX_ARGS + 1];
-
-static int split(char *line, char **argv, int cap)
+void rtb_os_lock(void)
 {
-    int n = 0;
-    for (char *p = strtok(line, " \t\r\n"); p && n < cap; p = strtok(NULL, " \t\r\n"))
-        argv[n++] = p;
-    argv[n] = NULL;
-    return n;
+    if (xTaskGetSchedulerState() != taskSCHEDULER_NOT_STARTED)
+        vTaskSuspendAll();
 }
 
-/* The port's own option: a run-wide load is "none" only (ports/freertos/load.c
- * has the cases' kernel load, no counterpart of the POSIX kinds). */
-enum { OPT_LOAD = RTB_CLI_PORT_CODE };
-
-static int option(void *ctx, int code, const char *arg, rtb_plan *plan)
+void rtb_os_unlock(void)
 {
-    (void)ctx, (void)plan;
-    if (code == OPT_LOAD && strcmp(arg, "none") == 0)
-        return 0;
-    fprintf(stderr, "rtbench-agent: --load %s: this port runs cases under no "
-                    "background load (--load none)\n", arg);
-    return 2;
+    if (xTaskGetSchedulerState() != taskSCHEDULER_NOT_STARTED)
+        (void)xTaskResumeAll();
 }
 
-static void usage(FILE *f) { fprintf(f, "  --load none        the only run-wide load here\n"); }
-
-static int agent_main(int argc, char **argv)
-{
-    static const struct option longopts[] = {{"load", required_argument, NULL, OPT_LOAD},
-                                             {NULL, 0, NULL, 0}};
-    const rtb_cli_port port = {longopts, option, NULL, usage, NULL};
-    rtb_options opt = RTB_OPTIONS_DEFAULT;
-    rtb_plan plan = {0};
-    int rc = rtb_parse_options(argc, argv, &port, &opt, &plan);
-    if (rc != RTB_CLI_RUN)
-        return rc;
-    static rtb_stream stream;
-    rtb_stream_init(&stream, stdout);
-    return rtb_run(&plan, &opt, &stream);
-}
+/* FreeRTOS's FromISR calls yield themselves (portYIELD_FROM_ISR). */
+void rtb_os_isr_enter(void) {}
+void rtb_os_isr_exit(void) {}
 
 static void agent_task(void *arg)
 {
     (void)arg;
-    size_t len = board_cmdline(cmdline, sizeof cmdline);
-    int argc = len ? split(cmdline, args, MAX_ARGS) : 0;
-    if (argc < 2) {
-        /* No arguments besides a program name: the built-in plan. */
-        snprintf(cmdline, sizeof cmdline, "rtbench-agent %s", RTB_FIRMWARE_ARGS);
-        argc = split(cmdline, args, MAX_ARGS);
-    }
-    int status = agent_main(argc, args);
-    freertos_stack_note("rtb-main", RTB_FREERTOS_MAIN_STACK,
+    int status = firmware_run_agent();
+    firmware_stack_note("rtb-main", RTB_FREERTOS_MAIN_STACK,
                         uxTaskGetStackHighWaterMark(NULL) * sizeof(StackType_t));
-    freertos_stack_report();
+    firmware_stack_report();
     fflush(stdout);
     board_exit(status);
 }

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "board.h"
+#include "firmware.h"
 #include "rtb_port_config.h"
 
 /* Object pools (static: the kernel has no heap). */
@@ -27,15 +27,5 @@
 /* The task that runs the agent's plan: the runner's and the cases' own frames: at most ~6 KiB (IRQ-SUS, CLK-DUR;
  * bench/bench_freertos.py prints each case's high-water mark). */
 #define RTB_FREERTOS_MAIN_STACK (8 * 1024)
-
-/* A thread's stack use, noted when it is joined: the firmware reports the
- * high-water mark of every case (freertos_stack_report). */
-void freertos_stack_note(const char *name, size_t size, size_t unused);
-/* Bytes of the stack arena handed to threads so far. */
-size_t freertos_stacks_reserved(void);
-/* Bytes of the thread pool a run has touched (task control blocks). */
-size_t freertos_thread_slots_used(void);
-/* Writes the notes gathered since the last call as one line each. */
-void freertos_stack_report(void);
 
 #endif

@@ -46,8 +46,8 @@ static int threads_touched; /* slots ever used: their RAM is what a run needs */
 RTB_BULK static StackType_t stack_arena[RTB_FREERTOS_STACK_ARENA / sizeof(StackType_t)];
 static size_t stack_arena_used; /* words */
 
-size_t freertos_stacks_reserved(void) { return stack_arena_used * sizeof(StackType_t); }
-size_t freertos_thread_slots_used(void) { return (size_t)threads_touched * sizeof(thread_slot); }
+size_t rtb_os_stacks_reserved(void) { return stack_arena_used * sizeof(StackType_t); }
+size_t rtb_os_thread_slots_used(void) { return (size_t)threads_touched * sizeof(thread_slot); }
 
 typedef struct {
     thread_slot *slot;
@@ -56,9 +56,6 @@ _Static_assert(sizeof(thread_obj) <= RTB_THREAD_STORAGE, "rtb_thread too small")
 
 
 /* ---- system ------------------------------------------------------------ */
-
-rtb_time rtb_clock_now(void) { return (rtb_time)board_ts_ticks() * BOARD_TS_NS; }
-
 
 int rtb_port_init(rtb_port_info *info)
 {
@@ -85,24 +82,6 @@ int rtb_port_init(rtb_port_info *info)
     info->sched_lock = true; /* vTaskSuspendAll */
     return RTB_OK;
 }
-
-/* board_ts_ticks masks interrupts for its read: safe in any context. */
-rtb_time rtb_clock_now_isr(void) { return rtb_clock_now(); }
-
-void rtb_port_abort(int status)
-{
-    fflush(stdout);
-    board_exit(status);
-}
-
-int rtb_trace_open(const char *path)
-{
-    (void)path;
-    return RTB_ENOTSUP;
-}
-
-void rtb_trace_mark(const char *text) { (void)text; }
-void rtb_trace_stop(void) {}
 
 /* ---- threads ----------------------------------------------------------- */
 
@@ -219,7 +198,7 @@ int rtb_thread_join(rtb_thread *t, rtb_time deadline)
     }
     if (rc != RTB_OK)
         return rc;
-    freertos_stack_note(s->name, s->run_stack_words * sizeof(StackType_t),
+    firmware_stack_note(s->name, s->run_stack_words * sizeof(StackType_t),
                         s->high_water * sizeof(StackType_t));
     slot_release(s);
     ((thread_obj *)(void *)t)->slot = NULL;

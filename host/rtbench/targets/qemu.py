@@ -288,12 +288,13 @@ def make_target(name: str, opts: Options, label: str) -> Any:
     a Linux kernel, or an RTOS firmware on an emulated board."""
     from rtbench.targets import qemu_board
 
-    if name in qemu_board.BOARDS:
+    boards = qemu_board.board_specs()
+    if name in boards:
         return qemu_board.make_target(name, opts, label)
     if name not in kernels.KNOWN and "/" not in name and not Path(name).is_file():
         names = ", ".join("qemu:" + k for k in kernels.KNOWN)
         raise TargetError(
             f"qemu:{name}: unknown kernel or board; use {names}, "
-            f"qemu:/path/to/bzImage or {', '.join('qemu:' + b for b in qemu_board.BOARDS)}"
+            f"qemu:/path/to/bzImage or {', '.join('qemu:' + b for b in boards)}"
         )
     return QemuTarget(name, QemuSettings.from_options(opts), label)

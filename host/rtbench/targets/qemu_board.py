@@ -1,8 +1,10 @@
 """QEMU board targets: an RTOS firmware booted on an emulated board, its
 stream read from the board's emulated UART.
 
-    qemu:freertos-mps2-an385     the FreeRTOS port on ARM's MPS2 AN385
-                                 (Cortex-M3), QEMU's -machine mps2-an385
+    qemu:<port>-<board>          an RTOS port on a board it lists in its
+                                 manifest (agent/ports/<port>/port.toml;
+                                 rtbench.ports), e.g. qemu:freertos-mps2-an385:
+                                 FreeRTOS on ARM's MPS2 AN385 (Cortex-M3)
 
 The firmware is built (`rtbench build --port freertos --board mps2-an385`,
 cached) and booted once per run; the run's arguments reach it through
@@ -36,12 +38,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rtbench import ports
 from rtbench.build import (
-    FREERTOS_KERNEL_TAG,
     BuildError,
     Flavor,
+    agent_digest,
     agent_source,
     ensure_firmware,
+    kernel_identity,
 )
 from rtbench.targets import (
     Options,
@@ -66,35 +70,24 @@ EXIT_WAIT_S = 10.0
 
 @dataclass(frozen=True)
 class BoardSpec:
-    """An emulated board with its RTOS firmware."""
+    """An emulated board with an RTOS port's firmware (from their manifests)."""
 
-    name: str  # as qemu:NAME spells it
-    port: str  # agent/ports/<port>
-    board: str  # agent/ports/<port>/board/<board>
-    os: str
-    os_version: str
-    qemu: str  # the qemu-system-* executable
-    machine: str
-    cpu: str
-    package: str  # the Debian package providing `qemu`
+    name: str  # as qemu:NAME spells it: <port>-<board>
+    port: ports.Port
+    board: ports.Board
 
 
-BOARDS: dict[str, BoardSpec] = {
-    b.name: b
-    for b in (
-        BoardSpec(
-            "freertos-mps2-an385",
-            "freertos",
-            "mps2-an385",
-            "FreeRTOS",
-            FREERTOS_KERNEL_TAG,
-            "qemu-system-arm",
-            "mps2-an385",
-            "cortex-m3",
-            "qemu-system-arm",
-        ),
-    )
-}
+def board_specs() -> dict[str, BoardSpec]:
+    """qemu:NAME for every board of every RTOS port; {} without agent sources."""
+    try:
+        src = agent_source()
+    except BuildError:
+        return {}
+    try:
+        found = ports.board_targets(src)
+    except ports.ManifestError as e:
+        raise TargetError(str(e)) from None
+    return {name: BoardSpec(name, p, b) for name, (p, b) in found.items()}
 
 
 @dataclass(frozen=True)
@@ -162,16 +155,6 @@ def cap_samples(args: list[str], most: int) -> list[str]:
     return out if given else [f"--max-samples={most}", *out]
 
 
-def tick_rate(port: str) -> int | None:
-    """configTICK_RATE_HZ of the port's FreeRTOSConfig.h (None: unknown)."""
-    try:
-        text = (agent_source() / "ports" / port / "FreeRTOSConfig.h").read_text()
-    except (OSError, BuildError):
-        return None
-    m = re.search(r"#define\s+configTICK_RATE_HZ\s+(\d+)", text)
-    return int(m.group(1)) if m else None
-
-
 class BoardTransport(ChildTransport):
     """Boots the firmware in QEMU per run; the UART is QEMU's stdout."""
 
@@ -191,8 +174,8 @@ class BoardTransport(ChildTransport):
     def argv(self, args: list[str]) -> list[str]:
         return [
             self.qemu,
-            "-machine", self.spec.machine,
-            "-cpu", self.spec.cpu,
+            "-machine", self.spec.board.qemu_machine,
+            "-cpu", self.spec.board.qemu_cpu,
             "-nographic", "-monitor", "none", "-serial", "stdio",
             "-semihosting-config", semihosting_args(args),
             *self.settings.clock_args(),
@@ -274,38 +257,48 @@ class BoardTarget:
         self.spec = spec
         self.settings = settings
         self.name = name or f"qemu:{spec.name}"
+        self._firmware: Path | None = None  # the image transport() boots
 
     def firmware(self) -> Path:
         try:
             flavor: Flavor = "test" if self.settings.flavor == "test" else "release"
-            return ensure_firmware(self.spec.port, self.spec.board, flavor)
+            return ensure_firmware(self.spec.port.name, self.spec.board.name, flavor)
         except BuildError as e:
             raise TransportError(str(e)) from None
 
     def find_qemu(self) -> str:
-        path = shutil.which(self.spec.qemu)
+        b = self.spec.board
+        path = shutil.which(b.qemu)
         if path is None:
             raise TransportError(
-                f"{self.spec.qemu} not found: install QEMU "
-                f"(Debian/Ubuntu: apt-get install {self.spec.package})"
+                f"{b.qemu} not found: install QEMU "
+                f"(Debian/Ubuntu: apt-get install {b.qemu_package})"
             )
         return path
 
     def metadata(self) -> dict[str, Any]:
         s = self.settings
+        p, b = self.spec.port, self.spec.board
         meta: dict[str, Any] = {
             "kind": "qemu",
             "emulator": "qemu",
             "accel": "tcg",
-            "machine": self.spec.machine,
-            "board": self.spec.board,
-            "cpu": self.spec.cpu,
-            "os": self.spec.os,
-            "os_version": self.spec.os_version,
-            "port": self.spec.port,
+            "machine": b.qemu_machine,
+            "board": b.name,
+            "cpu": b.qemu_cpu,
+            "os": p.os,
+            "os_version": p.version,
+            "port": p.name,
             "time": s.time,
             "firmware": s.flavor,
         }
+        # What the firmware is: its kernel by content, the image by its hash.
+        with contextlib.suppress(BuildError):
+            meta.update(kernel_identity(p.name))
+        if self._firmware is not None and self._firmware.is_file():
+            meta["firmware_sha256"] = agent_digest(self._firmware)
+        if p.cannot:
+            meta["port_cannot"] = dict(p.cannot)
         if s.time == "icount":
             meta["icount_shift"] = s.shift
             meta["time_detail"] = (
@@ -314,10 +307,9 @@ class BoardTarget:
             )
         else:
             meta["time_detail"] = "host time (emulated timings follow the host's load)"
-        rate = tick_rate(self.spec.port)
-        if rate:
-            meta["tick_rate_hz"] = rate
-        qemu = shutil.which(self.spec.qemu)
+        if p.tick_rate_hz:
+            meta["tick_rate_hz"] = p.tick_rate_hz
+        qemu = shutil.which(b.qemu)
         if qemu:
             meta["qemu"] = qemu_version(qemu)
         return meta
@@ -326,14 +318,16 @@ class BoardTarget:
         """`agent`: a firmware ELF to boot instead of the one rtbench builds."""
         qemu = self.find_qemu()
         firmware = agent or self.firmware()
+        self._firmware = firmware
         return BoardTransport(self.name, self.spec, self.settings, firmware, qemu)
 
     def check(self, timeout: float = 10.0) -> Reachability:
         del timeout
-        if shutil.which(self.spec.qemu) is None:
-            return Reachability(False, f"{self.spec.qemu} not found")
-        return Reachability(True, f"{self.spec.qemu} -machine {self.spec.machine}")
+        b = self.spec.board
+        if shutil.which(b.qemu) is None:
+            return Reachability(False, f"{b.qemu} not found")
+        return Reachability(True, f"{b.qemu} -machine {b.qemu_machine}")
 
 
 def make_target(name: str, opts: Options, label: str) -> BoardTarget:
-    return BoardTarget(BOARDS[name], BoardSettings.from_options(opts), label)
+    return BoardTarget(board_specs()[name], BoardSettings.from_options(opts), label)

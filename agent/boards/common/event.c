@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Events of the FreeRTOS port: rtb_event_arm runs the handler from the
+/* Events of the RTOS ports: rtb_event_arm runs the handler from the
  * board's timer interrupt (mps2-an385: CMSDK TIMER0, IRQ 8), rtb_event_raise
  * from a software-pended interrupt (a write to the NVIC's STIR, IRQ 31).
- * One timer: one armed event at a time (RTB_ENOMEM for a second). */
+ * One timer: one armed event at a time (RTB_ENOMEM for a second). The
+ * handlers run between the kernel's interrupt brackets (rtb_os_isr_enter,
+ * rtb_os_isr_exit), so a semaphore they give switches at their end. */
 #include <stdatomic.h>
 #include <string.h>
 
-#include "FreeRTOS.h"
-#include "task.h"
-
 #include "../../core/rtb.h"
-#include "freertos_port.h"
+#include "firmware.h"
 
 typedef struct event_obj {
     rtb_event_fn handler;
@@ -43,10 +42,8 @@ int rtb_event_delete(rtb_event *e)
     }
     /* A raise still pending: wait until its handler ran (it runs at once
      * unless interrupts are masked). */
-    taskENTER_CRITICAL();
-    if (atomic_load(&raised) == o)
-        atomic_store(&raised, NULL);
-    taskEXIT_CRITICAL();
+    event_obj *mine = o;
+    atomic_compare_exchange_strong(&raised, &mine, NULL);
     return RTB_OK;
 }
 
@@ -82,7 +79,7 @@ int rtb_event_arm(rtb_event *e, rtb_time when, rtb_time period)
     return RTB_OK;
 }
 
-void board_timer_isr(void)
+static void timer_event(void)
 {
     event_obj *o = atomic_load(&armed);
     if (!o) {
@@ -105,6 +102,13 @@ void board_timer_isr(void)
     o->handler(o->arg);
 }
 
+void board_timer_isr(void)
+{
+    rtb_os_isr_enter();
+    timer_event();
+    rtb_os_isr_exit();
+}
+
 int rtb_event_raise(rtb_event *e)
 {
     event_obj *o = (event_obj *)(void *)e;
@@ -120,9 +124,11 @@ int rtb_event_raise(rtb_event *e)
 
 void board_soft_isr(void)
 {
+    rtb_os_isr_enter();
     event_obj *o = atomic_exchange(&raised, NULL);
     if (o)
         o->handler(o->arg);
+    rtb_os_isr_exit();
 }
 
 /* A disarm stops the timer and forgets the event: no kernel call. */

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What the FreeRTOS port needs of a board: a console, a free-running
+/* What an RTOS port needs of a board: a console, a free-running
  * timestamp counter, one timer interrupt and one software-pended interrupt
- * for events, the run's arguments, and a way to end. Another board of the
- * port implements these same functions (board.c) and its own start-up. */
+ * for events, the run's arguments, and a way to end. Every RTOS port uses
+ * the board through these functions only; another board implements the
+ * same ones (board.c), its start-up and vector table (startup.c, naming
+ * the kernel's handlers PendSV_Handler, SysTick_Handler, SVC_Handler), its
+ * linker script and board.cmake. */
 #ifndef RTB_BOARD_H
 #define RTB_BOARD_H
 
@@ -18,6 +21,8 @@
 #define BOARD_TS_SOURCE "CMSDK APB TIMER1 (25 MHz)"
 #define BOARD_EVENT_IRQ_TIMER 8 /* TIMER0 */
 #define BOARD_EVENT_IRQ_SOFT 31 /* pended through the NVIC's STIR */
+/* Both event interrupts run at this NVIC priority (3 priority bits). */
+#define BOARD_EVENT_IRQ_PRIO 0xC0u
 
 void board_init(void);
 void board_putc(char c);

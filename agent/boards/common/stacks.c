@@ -1,27 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Stack use of the firmware's tasks (FreeRTOS's high-water marks): noted
+/* Stack use of the firmware's tasks (the kernel's high-water marks): noted
  * when a thread is joined, written on the console after the agent's last
  * record, as plain lines that the stream's parser skips and bench/ reads. */
 #include <stdio.h>
 #include <string.h>
 
-#include "FreeRTOS.h"
-#include "task.h"
-
-#include "freertos_port.h"
+#include "firmware.h"
 
 #define NOTES 96
 
 static struct {
-    char name[configMAX_TASK_NAME_LEN];
+    char name[16];
     size_t size, used;
 } notes[NOTES];
 static int nnotes;
 
-void freertos_stack_note(const char *name, size_t size, size_t unused)
+void firmware_stack_note(const char *name, size_t size, size_t unused)
 {
     size_t used = size - unused;
-    vTaskSuspendAll();
+    rtb_os_lock();
     int i = 0;
     while (i < nnotes && strcmp(notes[i].name, name) != 0)
         i++;
@@ -35,12 +32,10 @@ void freertos_stack_note(const char *name, size_t size, size_t unused)
         if (size > notes[i].size)
             notes[i].size = size;
     }
-    (void)xTaskResumeAll();
+    rtb_os_unlock();
 }
 
-size_t freertos_heap_used(void);
-
-void freertos_stack_report(void)
+void firmware_stack_report(void)
 {
     for (int i = 0; i < nnotes; i++)
         printf("rtbench-firmware: stack %s size=%u used=%u\n", notes[i].name,
@@ -48,7 +43,7 @@ void freertos_stack_report(void)
     uintptr_t data, bss_end, heap_end;
     board_ram(&data, &bss_end, &heap_end);
     printf("rtbench-firmware: ram data+bss=%u thread_slots=%u thread_stacks=%u heap_used=%u\n",
-           (unsigned)(bss_end - data), (unsigned)freertos_thread_slots_used(),
-           (unsigned)freertos_stacks_reserved(), (unsigned)freertos_heap_used());
+           (unsigned)(bss_end - data), (unsigned)rtb_os_thread_slots_used(),
+           (unsigned)rtb_os_stacks_reserved(), (unsigned)firmware_heap_used());
     nnotes = 0;
 }

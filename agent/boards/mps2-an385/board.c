@@ -30,9 +30,10 @@
 #define NVIC_IPR(n) (*(volatile uint8_t *)(0xE000E400u + (n)))
 #define NVIC_STIR REG(0xE000EF00u)
 
-/* Below configMAX_SYSCALL_INTERRUPT_PRIORITY in urgency (a higher number):
- * the handlers may call the FreeRTOS ...FromISR functions. */
-#define EVENT_IRQ_PRIO 0xC0u
+/* Less urgent than a kernel's own interrupt-masking level (FreeRTOS:
+ * configMAX_SYSCALL_INTERRUPT_PRIORITY 0xA0; uC/OS masks with BASEPRI at
+ * CPU_CFG_KA_IPL_BOUNDARY), so the handlers may call the kernel. */
+#define EVENT_IRQ_PRIO BOARD_EVENT_IRQ_PRIO
 
 void board_init(void)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What newlib and the compiler's runtime need of a bare-metal program:
  * console output, a heap (stdio, the series' sample buffers), locks for
- * malloc under the scheduler, and the 64-bit atomics Cortex-M3 lacks
+ * malloc under the scheduler (the port's rtb_os_lock), and the 64-bit atomics Cortex-M3 lacks
  * (it has no LDREXD; gcc calls __atomic_*_8 and there is no libatomic). */
 #include <errno.h>
 #include <stdbool.h>
@@ -9,10 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "FreeRTOS.h"
-#include "task.h"
-
-#include "freertos_port.h"
+#include "firmware.h"
 
 int _write(int fd, const char *buf, int len);
 int _write(int fd, const char *buf, int len)
@@ -38,8 +35,7 @@ void *_sbrk(ptrdiff_t incr)
 }
 
 /* The heap's high-water mark (bench: RAM used). */
-size_t freertos_heap_used(void);
-size_t freertos_heap_used(void) { return (size_t)(heap_top - &__HeapBase); }
+size_t firmware_heap_used(void) { return (size_t)(heap_top - &__HeapBase); }
 
 struct _reent;
 void __malloc_lock(struct _reent *r);
@@ -47,14 +43,12 @@ void __malloc_unlock(struct _reent *r);
 void __malloc_lock(struct _reent *r)
 {
     (void)r;
-    if (xTaskGetSchedulerState() != taskSCHEDULER_NOT_STARTED)
-        vTaskSuspendAll();
+    rtb_os_lock();
 }
 void __malloc_unlock(struct _reent *r)
 {
     (void)r;
-    if (xTaskGetSchedulerState() != taskSCHEDULER_NOT_STARTED)
-        (void)xTaskResumeAll();
+    rtb_os_unlock();
 }
 
 /* ---- 64-bit atomics: interrupts masked around the access ---------------- */

@@ -9,10 +9,12 @@
 extern uint32_t __etext, __data_start__, __data_end__, __bss_start__, __bss_end__, __StackTop;
 extern int main(void);
 extern void __libc_init_array(void);
-/* FreeRTOS's ARM_CM3 port. */
-extern void vPortSVCHandler(void);
-extern void xPortPendSVHandler(void);
-extern void xPortSysTickHandler(void);
+/* The kernel's handlers, under CMSIS's names: a port renames its kernel's
+ * own (FreeRTOSConfig.h's #define xPortPendSVHandler PendSV_Handler; uC/OS:
+ * -DOS_CPU_PendSVHandler=PendSV_Handler on its port files). SVCall is
+ * used by some kernels only (FreeRTOS's first task). */
+extern void PendSV_Handler(void);
+extern void SysTick_Handler(void);
 void TIMER0_Handler(void);
 void SOFT_Handler(void);
 
@@ -46,6 +48,7 @@ static void fault(void)
 }
 
 static void unexpected(void) { fault(); }
+void SVC_Handler(void) __attribute__((weak, alias("fault")));
 
 typedef void (*vector)(void);
 
@@ -58,11 +61,11 @@ __attribute__((section(".vectors"), used)) static const vector vectors[16 + 32] 
     fault, /* BusFault */
     fault, /* UsageFault */
     0, 0, 0, 0,
-    vPortSVCHandler,
+    SVC_Handler,
     unexpected, /* DebugMon */
     0,
-    xPortPendSVHandler,
-    xPortSysTickHandler,
+    PendSV_Handler,
+    SysTick_Handler,
     /* External interrupts 0..31 */
     [16 + 0 ... 16 + BOARD_EVENT_IRQ_TIMER - 1] = unexpected,
     [16 + BOARD_EVENT_IRQ_TIMER] = TIMER0_Handler,

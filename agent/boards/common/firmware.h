@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the RTOS ports share on a bare-metal board with newlib (this
+ * folder), and the few functions each RTOS port supplies for it. A port's
+ * files include this beside the board's board.h. */
+#ifndef RTB_FIRMWARE_H
+#define RTB_FIRMWARE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "board.h"
+
+/* ---- supplied by the RTOS port ------------------------------------------ */
+
+/* A short lock of the kernel's scheduler for the C library's heap and the
+ * stack notes (FreeRTOS: vTaskSuspendAll; uC/OS: OSSchedLock); a no-op
+ * before the scheduler runs. */
+void rtb_os_lock(void);
+void rtb_os_unlock(void);
+/* Brackets of an interrupt handler that may call the kernel (uC/OS:
+ * OSIntEnter/OSIntExit; FreeRTOS: nothing, its FromISR calls yield). */
+void rtb_os_isr_enter(void);
+void rtb_os_isr_exit(void);
+/* Bytes of the port's thread pool a run touched, and of stacks handed out. */
+size_t rtb_os_thread_slots_used(void);
+size_t rtb_os_stacks_reserved(void);
+
+/* ---- shared (this folder) ------------------------------------------------- */
+
+/* Reads the run's arguments (semihosting), plans and runs them; returns
+ * the runner's status. Called by the port's first task. */
+int firmware_run_agent(void);
+/* A thread's stack use, noted when it is joined (bytes of its stack and
+ * bytes it never touched); written after the agent's last record. */
+void firmware_stack_note(const char *name, size_t size, size_t unused);
+/* Writes the notes gathered since the last call, one line each, and RAM. */
+void firmware_stack_report(void);
+/* The heap's high-water mark in bytes. */
+size_t firmware_heap_used(void);
+
+#endif
