@@ -5,11 +5,10 @@ QEMU command line."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
-
-import re
 
 from rtbench import ports
 from rtbench.build import BuildError, agent_source, ensure_firmware
@@ -118,7 +117,7 @@ def test_a_bad_manifest_is_refused_with_its_path(tmp_path: Path) -> None:
     with pytest.raises(ports.ManifestError, match="list of board names"):
         ports.read_port(folder / "port.toml")
     (folder / "port.toml").write_text("name = [")
-    with pytest.raises(ports.ManifestError, match="port.toml"):
+    with pytest.raises(ports.ManifestError, match=r"port\.toml"):
         ports.read_port(folder / "port.toml")
 
 

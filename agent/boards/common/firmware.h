@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "board.h"
+#include "rtb/types.h"
 
 /* ---- supplied by the RTOS port ------------------------------------------ */
 
@@ -35,6 +36,9 @@ int firmware_run_agent(void);
 void firmware_stack_note(const char *name, size_t size, size_t unused);
 /* Writes the notes gathered since the last call, one line each, and RAM. */
 void firmware_stack_report(void);
+/* rtb_release_grain of a kernel whose timed waits end on its SysTick
+ * interrupt every `tick_ns`: the tick and the time of the last one. */
+rtb_time firmware_systick_grain(rtb_time *phase, rtb_time tick_ns);
 /* The heap's high-water mark in bytes. */
 size_t firmware_heap_used(void);
 

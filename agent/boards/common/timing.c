@@ -31,6 +31,28 @@ int rtb_trace_open(const char *path)
 void rtb_trace_mark(const char *text) { (void)text; }
 void rtb_trace_stop(void) {}
 
+/* SysTick (every Cortex-M): the tick interrupt comes when its counter,
+ * counting down from RELOAD at the CPU clock, reaches 0. */
+#define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
+#define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
+
+/* A kernel's delay ends at a tick interrupt: the lattice is the tick, its
+ * phase the last time SysTick reached 0. The clock is read first, so the
+ * phase is at most a few instructions early (a latency a few ns long),
+ * never late (a wake-up at the tick would then be before its release and
+ * sleep a tick more). */
+rtb_time firmware_systick_grain(rtb_time *phase, rtb_time tick_ns)
+{
+    uint32_t primask;
+    __asm__ volatile("mrs %0, primask\n cpsid i" : "=r"(primask)::"memory");
+    rtb_time now = rtb_clock_now();
+    uint32_t val = SYST_CVR, reload = SYST_RVR;
+    __asm__ volatile("msr primask, %0" ::"r"(primask) : "memory");
+    uint64_t since = val ? (uint64_t)reload + 1 - val : 0; /* CPU cycles */
+    *phase = now - (rtb_time)(since * 1000000000u / BOARD_CPU_HZ);
+    return tick_ns;
+}
+
 rtb_time rtb_ts_now(void)
 {
     /* Test builds inject clock faults in core (--wrap=rtb_ts_now), once. */

@@ -266,3 +266,6 @@ int rtb_sleep_until(rtb_time when)
         OSTimeDly((OS_TICK)((left + TICK_NS - 1) / TICK_NS), OS_OPT_TIME_DLY, &err);
     }
 }
+
+/* A delay ends at a tick interrupt: the lattice is the tick (SysTick). */
+rtb_time rtb_release_grain(rtb_time *phase) { return firmware_systick_grain(phase, TICK_NS); }
