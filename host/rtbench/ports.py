@@ -151,9 +151,7 @@ def _ports(agent: Path) -> dict[str, Port]:
 
 @functools.cache
 def _boards(agent: Path) -> dict[str, Board]:
-    return {
-        p.parent.name: read_board(p) for p in sorted(agent.glob(f"boards/*/{BOARD_MANIFEST}"))
-    }
+    return {p.parent.name: read_board(p) for p in sorted(agent.glob(f"boards/*/{BOARD_MANIFEST}"))}
 
 
 def ports(agent: Path) -> dict[str, Port]:

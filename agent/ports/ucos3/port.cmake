@@ -14,6 +14,7 @@ if(NOT RTB_BOARD_DIR)
 endif()
 enable_language(ASM)
 set(_port ${CMAKE_CURRENT_SOURCE_DIR}/ports/ucos3)
+set(RTB_PORT_HAS_LOADS ON)
 
 include(FetchContent)
 FetchContent_Declare(uc_os3
@@ -64,4 +65,4 @@ target_sources(rtb_core PRIVATE
   ports/ucos3/port.c
   ports/ucos3/sync.c)
 target_link_libraries(rtb_core PUBLIC ucos3_kernel)
-target_sources(rtbench-agent PRIVATE ports/ucos3/firmware.c)
+target_sources(rtbench-agent PRIVATE ports/ucos3/firmware.c ports/ucos3/load.c)

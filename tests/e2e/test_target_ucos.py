@@ -1,0 +1,187 @@
+"""The uC/OS firmwares on QEMU's mps2-an385 board (a real qemu-system-arm,
+started by each test), through the one measure path every target uses, as
+tests/e2e/test_target_freertos.py does for FreeRTOS.
+
+Each kernel runs the quick suite, every case ending passed, failed, skipped
+or unsupported with the reason, never error; its behaviour checks pass and
+the injected faults make them fail; `--list` and the stream parse; under
+-icount the same firmware gives the same figures twice; and a run records
+what the firmware is: a kernel copy edited in place is rebuilt and its run's
+kernel digest differs.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rtbench import catalogue
+from rtbench.build import ensure_firmware, kernel_sources
+from rtbench.measure import measure, plan_for
+from rtbench.model import Run
+from rtbench.suites import SUITES, Planned
+from rtbench.targets import resolve
+from rtbench.targets.qemu_board import BoardTarget, BoardTransport
+
+BOARD = "mps2-an385"
+# port -> (OS name, kernel version, the behaviour checks that must pass)
+KERNELS = {
+    "ucos3": ("uC/OS-III", "v3.08.02", {
+        "SEM-B-REL": {"release_order"},
+        "MUT-B-PI": {"control", "pi"},
+        "THR-B-NEW": {"lower_waits", "equal_tail", "equal_runs_on_yield", "higher_preempts"},
+        "SEM-B-LCK": {"take_until_zero", "give_increments", "blocks_at_zero",
+                      "give_wakes_waiter", "waiter_consumes"},
+        "THR-LOCK": {"lock_holds"},
+    }),
+}  # fmt: skip
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("qemu-system-arm") is None or shutil.which("arm-none-eabi-gcc") is None,
+    reason="qemu-system-arm and arm-none-eabi-gcc are needed (.ci/run installs them)",
+)
+
+
+def _spec(port: str, query: str = "") -> str:
+    return f"qemu:{port}-{BOARD}" + (f"?{query}" if query else "")
+
+
+def _measure(args: list[str], spec: str) -> tuple[Run, BoardTransport]:
+    target = resolve(spec)
+    assert isinstance(target, BoardTarget)
+    transport = target.transport()
+    try:
+        run = measure(transport, plan_for(target, args)).run
+    finally:
+        transport.stop()
+    assert transport.proc is not None and transport.proc.poll() is not None, "QEMU still runs"
+    return run, transport
+
+
+@pytest.mark.parametrize("port", sorted(KERNELS))
+def test_the_quick_suite_runs(port: str) -> None:
+    os_name, version, behaviour = KERNELS[port]
+    ensure_firmware(port, BOARD)
+    args = [Planned(c, dict(p)).agent_arg() for c, p in SUITES["quick"].items()]
+    run, transport = _measure(args, _spec(port))
+    assert run.bye is not None and run.complete, run.issues
+    assert run.hello["port"] == port
+    assert [c.case for c in run.cases] == [a.split(":")[0] for a in args]
+    for c in run.cases:
+        assert c.outcome in ("passed", "failed", "skipped", "unsupported"), (c.case, c.outcome)
+        if c.outcome in ("skipped", "unsupported"):
+            assert c.reason, c.case
+        elif c.outcome == "passed":
+            assert c.series or c.checks, f"{c.case} passed with nothing measured"
+    checks = {(c.case, k.name): k.verdict for c in run.cases for k in c.checks}
+    for case, names in behaviour.items():
+        for name in names:
+            assert checks.get((case, name)) == "pass", (case, name, checks.get((case, name)))
+    meta = run.machine["target"]
+    assert (meta["os"], meta["os_version"], meta["port"]) == (os_name, version, port)
+    assert (meta["kernel"], meta["kernel_version"]) == (os_name, version)
+    assert len(meta["kernel_digest"]) == 64 and len(meta["firmware_sha256"]) == 64
+    assert (meta["board"], meta["tick_rate_hz"]) == (BOARD, 1000)
+    assert "rtb-main" in transport.stack_use()
+    # Known answer: CLK-DUR finds the kernel's 1 kHz tick and nothing else.
+    clk = run.case("CLK-DUR")
+    assert clk is not None
+    period, tick, other = (clk.find(n) for n in ("tick_period", "tick", "other"))
+    assert period is not None and period.max == 1_000_000, period
+    assert tick is not None and tick.n > 100 and other is not None and other.n == 0
+
+
+@pytest.mark.parametrize("port", sorted(KERNELS))
+def test_the_case_list_parses(port: str) -> None:
+    ensure_firmware(port, BOARD)
+    target = resolve(_spec(port))
+    assert isinstance(target, BoardTarget)
+    transport = target.transport()
+    try:
+        transport.start(["--list"])
+        for _ in transport.lines():
+            pass
+    finally:
+        status = transport.stop()
+    assert status == 0, transport.diagnostics()
+    listed = catalogue.parse_list("\n".join(n for n in transport.notes if n.startswith("{")))
+    assert set(SUITES["quick"]) <= set(listed)
+    assert set(listed) == set(catalogue.posix_cases())  # one case table for every port
+
+
+@pytest.mark.parametrize("port", sorted(KERNELS))
+def test_icount_gives_the_same_figures_twice(port: str) -> None:
+    ensure_firmware(port, BOARD)
+
+    def figures() -> list[tuple[object, ...]]:
+        run, _ = _measure(["SEM-SHF:duration_ms=100", "IRQ-LAT:count=200"], _spec(port))
+        out = []
+        for case in run.cases:
+            assert case.outcome == "passed" and case.series, case.case
+            for s in case.series:
+                h = s.hist
+                assert h is not None and s.n > 100
+                out.append((case.case, s.name, s.n, s.min, s.max, s.sum, tuple(h.counts)))
+        return out
+
+    assert figures() == figures()
+
+
+# The negative controls of the behaviour checks: the portable fault layer of
+# the test firmware breaks the primitive, and the check must see it.
+CONTROLS = [
+    ("sem_fifo=1", "SEM-B-REL", {"release_order"}),
+    ("mutex_nopi=1", "MUT-B-PI:rounds=3", {"pi"}),
+    ("new_prio=2", "THR-B-NEW:repeats=5", {"lower_waits", "equal_tail", "equal_runs_on_yield"}),
+    ("sem_noblock=1", "SEM-B-LCK", {"blocks_at_zero", "take_until_zero"}),
+    ("sched_nolock=1", "THR-LOCK", {"lock_holds"}),
+]
+
+
+@pytest.mark.parametrize("port", sorted(KERNELS))
+@pytest.mark.parametrize(("fault", "case", "fails"), CONTROLS, ids=[c[0] for c in CONTROLS])
+def test_negative_controls_fail(port: str, fault: str, case: str, fails: set[str]) -> None:
+    ensure_firmware(port, BOARD, "test")
+    run, _ = _measure(["--inject", fault, case], _spec(port, "flavor=test"))
+    assert run.hello["build"]["test_hooks"] is True
+    (result,) = run.cases
+    verdicts = {k.name: k.verdict for k in result.checks}
+    assert result.outcome == "failed", verdicts
+    for name in fails:
+        assert verdicts.get(name) == "fail", (name, verdicts)
+
+
+def _local_ucos3() -> Path | None:
+    found = {s.fetch: p for s, p in kernel_sources("ucos3").items()}
+    return found["UC_OS3"]
+
+
+def test_a_kernel_edited_in_place_is_rebuilt_and_told_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    local = _local_ucos3()
+    if local is None:
+        pytest.skip("needs a local copy of uC/OS-III (RTBENCH_UCOS3_KERNEL or shared/vendor)")
+    kernel = tmp_path / "uC-OS3"
+    shutil.copytree(local, kernel)
+    monkeypatch.setenv("RTBENCH_UCOS3_KERNEL", str(kernel))
+    monkeypatch.setenv("RTBENCH_BUILD_DIR", str(tmp_path / "build"))
+
+    def one_run() -> tuple[dict[str, object], int]:
+        elf = ensure_firmware("ucos3", BOARD)
+        run, _ = _measure(["SEM-SHF:duration_ms=20"], _spec("ucos3"))
+        assert run.cases[0].outcome == "passed"
+        return dict(run.machine["target"]), elf.stat().st_mtime_ns
+
+    stock, built = one_run()
+    # The same sources again: the cache answers, nothing is rebuilt.
+    assert one_run() == (stock, built)
+    # A patch of the copy, in place: same path, other content.
+    sem = kernel / "Source" / "os_sem.c"
+    sem.write_text(sem.read_text() + "\nvolatile unsigned rtbench_patched_post_count;\n")
+    patched, rebuilt = one_run()
+    assert rebuilt != built, "the firmware was not rebuilt for the edited kernel"
+    assert patched["kernel_digest"] != stock["kernel_digest"]
+    assert patched["kernel_version"] == stock["kernel_version"] == "v3.08.02"
