@@ -13,10 +13,11 @@ A configuration is a list of settings, each KEY=VALUE:
 
 The runs interleave (A, B, A, B, ...) so that drifting machine noise hits
 both alike. Each run is stored with labels ab=A|B, ab_id, ab_round and
-ab_config. The rounds of each side are pooled per series, and per
-indicator the ratio B/A is reported with the test of that indicator
-(rtbench.analysis.compare: an exceedance test for a percentile, Welch's
-t-test for the mean, none for the max) on the pooled samples.
+ab_config. The rounds of each side are pooled per series for the figures
+A and B and their ratio; the test is over runs (rtbench.analysis.compare:
+Welch's t-test on the per-run indicator, each round one observation), and
+each row says whether B/A exceeds the spread between the rounds of a side.
+With one round per side nothing is significant.
 """
 
 from __future__ import annotations
@@ -337,6 +338,23 @@ def pool(runs: list[Run]) -> Run:
     return Run(hello=hello, cases=list(cases.values()), bye={})
 
 
+def column(members: list[Run]) -> Run:
+    """A comparison column standing for `members`, repetitions of one
+    configuration: the run itself, or their series pooled, with the labels
+    they share and their ids (label `runs`)."""
+    if len(members) == 1:
+        return members[0]
+    first = members[0]
+    merged = pool(members)
+    merged.machine = first.machine
+    merged.target = first.target
+    merged.started_at = first.started_at
+    merged.source = f"runs {', '.join(str(r.id) for r in members)}"
+    shared = {k: v for k, v in first.labels.items() if all(r.labels.get(k) == v for r in members)}
+    merged.labels = {**shared, "runs": ",".join(str(r.id) for r in members)}
+    return merged
+
+
 @dataclass
 class Row:
     case: str
@@ -349,6 +367,9 @@ class Row:
     test: str
     significant: bool
     unstable: list[str]
+    # The change exceeds the spread between the rounds of a side (None:
+    # one round per side, the spread is unknown).
+    beyond_noise: bool | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -359,7 +380,7 @@ def compare(a_runs: list[Run], b_runs: list[Run], indicators: tuple[str, ...]) -
     a, b = pool(a_runs), pool(b_runs)
     rows: list[Row] = []
     for ind in indicators:
-        for r in compare_runs([a, b], ind).rows:
+        for r in compare_runs([a, b], ind, members=[a_runs, b_runs]).rows:
             rows.append(
                 Row(
                     case=r.case,
@@ -371,6 +392,7 @@ def compare(a_runs: list[Run], b_runs: list[Run], indicators: tuple[str, ...]) -
                     pvalue=r.pvalue,
                     test=r.test,
                     significant=r.significant,
+                    beyond_noise=r.beyond_noise,
                     unstable=[
                         f"{side}: {w}" for side, w in zip("AB", r.why_unstable, strict=False) if w
                     ],

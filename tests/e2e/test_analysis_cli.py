@@ -51,20 +51,38 @@ def two_runs(db: Path, tmp_path: Path) -> Path:
 def test_compare(two_runs: Path) -> None:
     r = rtbench("compare", "1", "2", "--indicator", "p50")
     assert r.returncode == 0, r.stderr
-    row = r"THR-SW\s+│ switch\[n=2\]\s+│ µs\s+│.*│\s+1\.5\d\s+│\s+0\*"
+    # One run per side: the ratio, no p-value, and why.
+    row = r"THR-SW\s+│ switch\[n=2\]\s+│ µs\s+│.*│\s+1\.5\d\s+│\s+-\s+│"
     assert re.search(row, r.stdout), r.stdout
-    # The test of the indicator compared (a p50), not of whole distributions.
-    assert "exceedance test at the first run's p50 (Fisher's exact on counts above it) on raw" in (
-        r.stdout.replace("\n", " ")
-    )
-    r = rtbench("compare", "1", "2", "--indicator", "max")
-    assert r.returncode == 0 and "p: none for max" in r.stdout, r.stdout
+    flat = " ".join(r.stdout.split())
+    assert "No test: one run per side" in flat and "--repeat k" in flat, flat
     r = rtbench("compare", "--label", "os=x")
     assert r.returncode == 0 and "#2/#1" in r.stdout
     r = rtbench("compare", "1")
-    assert r.returncode == 2 and "at least two runs" in r.stderr
+    assert r.returncode == 2 and "needs two runs" in r.stderr
     r = rtbench("compare", "1", "7")
     assert r.returncode == 2 and "no run '7'" in r.stderr
+
+
+def test_compare_groups_of_repetitions(db: Path, tmp_path: Path) -> None:
+    """Runs sharing labels (but for `repeat`) are one side; REF 1,2,3 is too.
+    The 1.5x side differs beyond run-to-run noise, the same configuration
+    split in two does not."""
+    for i, (scale, os_) in enumerate([(1.0, "a")] * 4 + [(1.5, "b")] * 3):
+        path = stream(tmp_path / f"{i}.rtb", scale, i)
+        r = rtbench("ingest", str(path), "--label", f"os={os_}", "--label", f"repeat={i}")
+        assert r.returncode == 0, r.stdout + r.stderr
+    r = rtbench("compare", "--label", "os", "--indicator", "p50")
+    flat = " ".join(r.stdout.split())
+    assert r.returncode == 0 and "3 series differ beyond run-to-run noise" in flat, flat
+    assert "Welch's t-test on the per-run p50 (4 vs 3 runs)" in flat
+    assert re.search(r"switch\[n=2\].*│\s+1\.5\d\s+│\s+[\d.e-]+\*\s+│.*│ yes", r.stdout)
+    r = rtbench("compare", "1,2", "3,4", "--indicator", "p50")
+    flat = " ".join(r.stdout.split())
+    assert r.returncode == 0 and "No difference beyond run-to-run noise" in flat, flat
+    r = rtbench("compare", "1,2", "5", "--indicator", "p50", "--format", "json")
+    doc = json.loads(r.stdout)
+    assert doc["members"] == [[1, 2], [5]] and doc["note"].startswith("one run per side")
 
 
 def test_check_outcomes_and_junit(two_runs: Path, tmp_path: Path) -> None:
@@ -120,7 +138,7 @@ def test_export_and_import_round_trip(two_runs: Path, tmp_path: Path) -> None:
     r = rtbench("import", str(out), "--label", "copy=yes")
     assert r.returncode == 0 and "stored as run 3" in r.stdout, r.stdout + r.stderr
     r = rtbench("compare", "1", "3", "--indicator", "mean")
-    assert r.returncode == 0 and re.search(r"switch\[n=2\].*│\s+1\.00\s+│\s+1 ", r.stdout)
+    assert r.returncode == 0 and re.search(r"switch\[n=2\].*│\s+1\.00\s+│\s+- ", r.stdout)
     junk = tmp_path / "junk.json"
     junk.write_text('{"schema": "x"}')
     r = rtbench("import", str(junk))

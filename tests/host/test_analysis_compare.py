@@ -1,7 +1,8 @@
-"""compare_runs: ratios, the test that matches the indicator (identical
-distributions not flagged, shifted ones flagged; raw samples or
-histograms), none for an extreme or a kind without a distribution, pairing
-of measured points, runs with nothing in common, unstable flags."""
+"""compare_runs: the run is the unit of evidence. A test over runs (each
+run's indicator one observation), nothing significant with one run per
+side, the change against the spread between repetitions, the
+Benjamini-Hochberg adjustment, grouping by labels, pairing of measured
+points, runs with nothing in common, unstable flags."""
 
 from __future__ import annotations
 
@@ -9,15 +10,11 @@ import numpy as np
 import pytest
 from test_analysis_fixtures import C, S, build_run
 
-from rtbench.analysis.compare import (
-    MAX_TEST_SAMPLES,
-    compare_runs,
-    distribution_test,
-)
+from rtbench.analysis.compare import ONE_RUN, compare_runs, configurations
 from rtbench.model import Run
 
 
-def latencies(seed: int, n: int = 5000, shift: float = 1.0) -> list[int]:
+def latencies(seed: int, n: int = 2000, shift: float = 1.0) -> list[int]:
     return [int(v * shift) for v in np.random.default_rng(seed).lognormal(8, 0.3, n)]
 
 
@@ -25,69 +22,101 @@ def run_of(values: list[int], **kwargs: object) -> Run:
     return build_run([C("SEM-SHF", [S("give_to_run", values)])], **kwargs)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("samples", [True, False])
-def test_same_distribution_not_flagged_shifted_flagged(samples: bool) -> None:
-    base = run_of(latencies(1), samples=samples)
-    same = run_of(latencies(2), samples=samples)
-    shifted = run_of(latencies(3, shift=1.05), samples=samples)  # 5 % slower
-    (row,) = compare_runs([base, same], "p50").rows
-    assert row.pvalue is not None and row.pvalue > 0.05 and not row.significant
-    (row,) = compare_runs([base, shifted], "p50").rows
-    assert row.pvalue is not None and row.pvalue < 0.001 and row.significant
-    assert row.ratios[0] == 1.0 and row.ratios[1] == pytest.approx(1.05, rel=0.03)
-    kind = "raw samples" if samples else "histogram buckets"
-    tied = "" if samples else " (values in a bucket tied)"
-    test = "exceedance test at the first run's p50 (Fisher's exact on counts above it)"
-    assert row.test == f"{test} on {kind}{tied}"
+def group(seeds: range, shift: float = 1.0, **kwargs: object) -> list[Run]:
+    return [run_of(latencies(s, shift=shift), **kwargs) for s in seeds]
 
 
-@pytest.mark.parametrize(
-    ("indicator", "test"),
-    [("mean", "Welch's t-test"), ("stddev", "Brown-Forsythe test"),
-     ("p99", "exceedance test at the first run's p99")],
-)  # fmt: skip
-def test_each_indicator_gets_its_own_test(indicator: str, test: str) -> None:
-    base, same = run_of(latencies(1)), run_of(latencies(2))
-    (row,) = compare_runs([base, same], indicator).rows
-    assert row.test.startswith(test) and not row.significant, row
-    # A tail of 3 % of samples 4x slower moves the p99, the mean and the
-    # spread, but hardly the median: the p99's own test sees it.
-    tail = latencies(3)
-    tail[: len(tail) * 3 // 100] = [v * 4 for v in tail[: len(tail) * 3 // 100]]
-    (row,) = compare_runs([base, run_of(tail)], indicator).rows
-    assert row.test.startswith(test) and row.significant, row
+def compare_groups(a: list[Run], b: list[Run], indicator: str) -> list:  # type: ignore[type-arg]
+    return compare_runs([a[0], b[0]], indicator, members=[a, b]).rows
 
 
-def test_no_test_of_a_max_and_no_whole_distribution_test_beside_it() -> None:
+def test_one_run_per_side_is_never_significant_and_says_why() -> None:
     a, b = run_of(latencies(1)), run_of(latencies(3, shift=1.5))
-    (row,) = compare_runs([a, b], "max").rows
-    assert (
-        row.pvalue is None and row.test == "none: no test compares a max (one value; see unstable)"
-    )
-    assert row.ratios[1] is not None  # the ratio is still there
-    # Negative control: the whole distributions do differ.
-    (p50,) = compare_runs([a, b], "p50").rows
-    assert p50.significant
+    for indicator in ("p50", "p99", "mean", "max"):
+        cmp = compare_runs([a, b], indicator)
+        (row,) = cmp.rows
+        assert row.pvalue is None and not row.significant and row.test == "none: one run per side"
+        assert row.ratios[1] == pytest.approx(1.5, rel=0.1)  # the ratio is still there
+        assert row.beyond_noise is None and not row.differs
+        assert cmp.note == ONE_RUN and "--repeat" in cmp.note and cmp.tested == 0
 
 
-def test_three_runs_use_the_k_sample_form() -> None:
-    runs = [run_of(latencies(s)) for s in (1, 2, 3)]
-    (row,) = compare_runs(runs, "mean").rows
+@pytest.mark.parametrize("samples", [True, False])
+@pytest.mark.parametrize("indicator", ["p50", "p99", "mean", "stddev", "max"])
+def test_repetitions_of_one_configuration_do_not_differ_a_shift_does(
+    samples: bool, indicator: str
+) -> None:
+    a = group(range(1, 4), samples=samples)
+    same = group(range(4, 7), samples=samples)
+    shifted = group(range(7, 10), shift=1.5, samples=samples)
+    (row,) = compare_groups(a, same, indicator)
+    assert row.pvalue is not None and not row.significant and not row.differs, row
+    assert row.test == f"Welch's t-test on the per-run {indicator} (3 vs 3 runs)"
+    assert [len(v) for v in row.per_run] == [3, 3] and row.spread is not None
+    (row,) = compare_groups(a, shifted, indicator)
+    assert row.significant and row.beyond_noise and row.differs, row
+
+
+def test_a_change_within_the_spread_is_not_beyond_noise() -> None:
+    # One wild repetition on side B: the medians differ a little, the spread
+    # between repetitions a lot.
+    a = group(range(1, 4))
+    b = [*group(range(4, 6), shift=1.02), run_of(latencies(6, shift=3.0))]
+    (row,) = compare_groups(a, b, "p50")
+    assert row.change is not None and row.spread is not None and row.change < row.spread
+    assert row.beyond_noise is False and not row.differs
+
+
+def test_three_columns_use_the_k_sample_form() -> None:
+    cols = [group(range(s, s + 3)) for s in (1, 4, 7)]
+    cmp = compare_runs([c[0] for c in cols], "mean", members=cols)
+    (row,) = cmp.rows
     assert row.test.startswith("Alexander-Govern test") and not row.significant
     assert len(row.values) == len(row.ratios) == len(row.unstable) == 3
-    (row,) = compare_runs(runs, "p90").rows
-    assert "chi-square" in row.test and not row.significant
 
 
-def test_mixed_runs_fall_back_to_histograms_and_missing_series() -> None:
-    a = run_of(latencies(1))
-    b = run_of(latencies(2), samples=False)
-    c = build_run([C("THR-SW", [S("switch", [5, 6, 7], {"n": 2})])])
-    rows = {r.case: r for r in compare_runs([a, b, c], "p99").rows}
-    assert "histogram" in rows["SEM-SHF"].test and rows["SEM-SHF"].values[2] is None
+def test_p_values_are_adjusted_for_the_series_tested() -> None:
+    def run(seed: int, shift: float) -> Run:
+        rng = np.random.default_rng(seed)
+        values = [[int(v * shift) for v in rng.lognormal(8, 0.3, 500)] for _ in range(20)]
+        series = [S(f"s{i}", v) for i, v in enumerate(values)]
+        return build_run([C("SEM-SHF", series)])
+
+    a = [run(s, 1.0) for s in range(3)]
+    b = [run(s, 1.0) for s in range(10, 13)]
+    cmp = compare_runs([a[0], b[0]], "p50", members=[a, b])
+    assert cmp.tested == 20 and not cmp.differing
+    # Adjusted p-values are never below the raw ones: the smallest raw p of
+    # twenty null series is near 0.05 / 20 at best; adjusted, near 1.
+    assert min(r.pvalue for r in cmp.rows if r.pvalue is not None) > 0.05
+
+
+def test_missing_series_and_kinds_without_a_distribution() -> None:
+    a = group(range(1, 3))
+    b = group(range(3, 5))
+    c = [build_run([C("THR-SW", [S("switch", [5, 6, 7], {"n": 2})])]) for _ in range(2)]
+    cmp = compare_runs([a[0], b[0], c[0]], "p99", members=[a, b, c])
+    rows = {r.case: r for r in cmp.rows}
+    assert rows["SEM-SHF"].values[2] is None and rows["SEM-SHF"].pvalue is not None
     assert rows["THR-SW"].values == [None, None, 7.0] and rows["THR-SW"].ratios == [None] * 3
-    assert rows["SEM-SHF"].pvalue is not None
     assert rows["THR-SW"].pvalue is None and rows["THR-SW"].test.startswith("none")
+    counts = [build_run([C("SEM-SHF", [S("lost", [3], kind="count")])]) for _ in range(4)]
+    (row,) = compare_runs(counts[:2], "max", members=[counts[:2], counts[2:]]).rows
+    assert row.pvalue is None and row.test == "none: a count has no distribution to test"
+
+
+def test_runs_group_by_their_labels_but_for_a_repetition() -> None:
+    def labelled(**labels: str) -> Run:
+        r = run_of([1, 2, 3])
+        r.labels = labels
+        return r
+
+    rt = [labelled(kernel="rt", repeat=str(k), repeat_id="x") for k in (1, 2)]
+    gen = [labelled(kernel="generic", repetition=str(k)) for k in (1, 2, 3)]
+    assert configurations([rt[0], gen[0], rt[1], gen[1], gen[2]]) == [rt, gen]
+    # Unlabelled runs are each their own configuration: nothing to group by.
+    plain = [run_of([1]), run_of([2])]
+    assert configurations(plain) == [[plain[0]], [plain[1]]]
 
 
 def test_unstable_flags_follow_the_indicator() -> None:
@@ -99,14 +128,6 @@ def test_unstable_flags_follow_the_indicator() -> None:
     assert row.unstable == [True, True] and "beyond p99.99" in row.why_unstable[0]
     (row,) = compare_runs([steady, spiky], "p50").rows
     assert row.unstable == [False, False]
-
-
-def test_big_series_are_tested_on_a_seeded_subsample() -> None:
-    big = [int(v) for v in np.random.default_rng(7).integers(1000, 2000, MAX_TEST_SAMPLES + 1)]
-    a, b = run_of(big), run_of(big)
-    first = distribution_test([a.cases[0].series[0], b.cases[0].series[0]])
-    again = distribution_test([a.cases[0].series[0], b.cases[0].series[0]])
-    assert first == again and "subsample" in first[1] and first[0] is not None
 
 
 def test_unknown_indicator() -> None:

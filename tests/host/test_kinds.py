@@ -159,18 +159,20 @@ def test_compare_shows_counts_as_counts_and_tests_none_of_them() -> None:
             assert losses.values == [LOSSES, 10] and losses.ratios[1] == pytest.approx(10 / LOSSES)
         else:  # no mean or percentile of a count
             assert losses.values == [None, None]
-    # The control: the latency's p99 is tested.
-    (switch,) = [r for r in compare_runs([a, b], "p99").rows if r.series == "switch"]
+    # The control: the latency's p99 is tested (over runs: two per side).
+    a2, b2 = kinded_run(True, scale=1.02), kinded_run(False, losses=10, scale=1.55)
+    rows = compare_runs([a, b], "p99", members=[[a, a2], [b, b2]]).rows
+    (switch,) = [r for r in rows if r.series == "switch"]
     assert switch.pvalue is not None and switch.significant and switch.unit == "ns"
 
 
-def test_no_test_on_a_single_value() -> None:
-    one = [build_run([C("THR-PRE", [S("preempt", [v])])]) for v in (100, 900)]
-    (row,) = compare_runs(one, "p50").rows
-    assert row.pvalue is None and row.test == "none: a run has fewer than 2 values"
-    two = [build_run([C("THR-PRE", [S("preempt", [v, v + 1, v + 2])])]) for v in (100, 900)]
-    (row,) = compare_runs(two, "p50").rows
-    assert row.pvalue is not None  # negative control: three values are tested
+def test_no_test_of_one_run_per_side() -> None:
+    one = [build_run([C("THR-PRE", [S("preempt", [v])])]) for v in (100, 900, 101, 903)]
+    (row,) = compare_runs(one[:2], "p50").rows
+    assert row.pvalue is None and row.test == "none: one run per side"
+    # negative control: two runs per side are tested, one value each
+    (row,) = compare_runs(one[:2], "p50", members=[one[::2], one[1::2]]).rows
+    assert row.pvalue is not None
 
 
 def recurring_run(periods: list[int], declared: bool) -> Run:

@@ -288,7 +288,8 @@ def test_comparison_shows_ratios_and_overlays() -> None:
     text = render_markdown([a, b])
     assert "rtbench comparison: run 7 vs run 8 (kernel=slow)" in page
     assert "2.000×" in page and "2.000×" in text  # every max doubled
-    assert "no test compares a max" in page  # the test of the indicator compared
+    # One run per side: no test, and the report says why.
+    assert "none: one run per side" in page and "No test:" in page and "--repeat" in page
     assert "<title>THR-SW switch[n=2]</title>" in page  # an overlaid histogram
     assert "ratio 2/1" in text
 
@@ -461,21 +462,24 @@ def test_render_html_writes_a_file(tmp_path: Path, run: Run) -> None:
 def test_comparison_leads_with_what_changed_in_the_tested_figure() -> None:
     a, b = make_run(), make_run(factor=2.0, labels={"kernel": "slow"})
     b.id = 8
-    page = html_report([a, b])
+    # Two runs per side: the test is over runs.
+    a2, b2 = make_run(factor=1.05), make_run(factor=2.1, labels={"kernel": "slow"})
+    members = [[a, a2], [b, b2]]
+    page = html_report([a, b], members=members)
     lead = page[page.index('id="changed"') : page.index('id="runs"')]
     assert page.index('id="changed"') < page.index('id="comparison"')
-    # the max has no test: the lead compares the p99, which the exceedance test compares
-    assert "p99, by the exceedance test" in lead and "The max has no significance test" in lead
+    assert "max, by the Welch&#39;s t-test on the per-run max" in lead
     assert "switch[n=2]" in lead and "give_to_run" in lead and "2.000×" in lead
-    md = render_markdown([a, b])
-    assert md.index("## Changed significantly (p99") < md.index("## Runs")
-    # by the mean, the lead is the mean (Welch's t-test), with no note
-    lead = html_report([a, b], indicator="mean")
-    lead = lead[lead.index('id="changed"') : lead.index('id="runs"')]
-    assert "mean, by the Welch" in lead and "no significance test" not in lead
-    # negative control: a run against itself changes nothing
-    same = html_report([a, make_run()])
-    assert "No series changed significantly in its p99" in same
+    assert "differ beyond run-to-run noise" in lead and "No test" not in lead
+    md = render_markdown([a, b], members=members)
+    assert md.index("## Differs beyond run-to-run noise (max") < md.index("## Runs")
+    # negative control: a configuration against itself differs in nothing
+    same = html_report([a, make_run()], members=[[a, a2], [make_run(), make_run(factor=1.03)]])
+    assert "No difference beyond run-to-run noise in the max" in same
+    # one run per side: no lead, the reason instead
+    one = html_report([a, b])
+    one = one[one.index('id="changed"') : one.index('id="runs"')]
+    assert "No test:" in one and "one run per side" in one and "2.000×" not in one
 
 
 def test_charts_drawn_once_are_not_clipped(monkeypatch: pytest.MonkeyPatch) -> None:

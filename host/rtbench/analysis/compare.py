@@ -1,25 +1,26 @@
-"""Runs side by side: one indicator per series, its ratio to the first run,
-the significance test that matches that indicator, and flags for unstable
-figures.
+"""Runs side by side: one indicator per series, its ratio to the first
+column, whether the change is beyond run-to-run noise, and flags for
+unstable figures (docs/analysis.md, "Comparison").
 
-The test asks whether the figure compared differs, not whether anything
-about the distributions does (docs/analysis.md, "Comparison"):
-- mean: Welch's t-test (two runs) or Alexander-Govern (more): means with
-  unequal variances;
-- a percentile pQ: an exceedance test at the first run's pQ: how many
-  values of each run lie above it, Fisher's exact test (two runs) or a
-  chi-square test of the 2 x k table (more);
-- stddev: the Brown-Forsythe test (Levene's, about the median);
-- min, max, max_3sigma, n: none. An extreme is one value; no test says
-  whether another run would repeat it (the unstable flag says how much it
-  stands out).
-Only for kinds with a distribution to test (rtbench.kinds: not a count, a
-timestamp or a period) and never on fewer than MIN_TEST_N values a run. On
-raw samples when every run kept all of them, otherwise on the histograms'
-buckets (every value in a bucket taken as the bucket's midpoint). Series of
-more than MAX_TEST_SAMPLES values are tested on a seeded random subsample of
-that size: this bounds time and memory, and keeps the test from calling a
-nanosecond's shift among 50 million samples "significant".
+The unit of evidence is the run. Samples of one run are not independent
+draws of a configuration: a run shares its boot, its calibration, its
+background load and its cache state, and two runs of one kernel differ by
+far more than their samples' scatter suggests. A test on pooled samples
+calls that difference "significant" every time. So each column of a
+comparison is a configuration measured k times (its `members`: the runs a
+column pools, one when it is one run), the indicator is taken per run, and
+the test compares those per-run figures:
+- two columns: Welch's t-test on the per-run indicator; more: the
+  Alexander-Govern test (means with unequal variances);
+- a column of one run has no spread between repetitions: no test, nothing
+  is significant, and the comparison says why (`note`);
+- the p-values of one comparison are adjusted for the number of series
+  tested (Benjamini-Hochberg): 90 series tested at 5 % would otherwise
+  give four or five "differences" from noise alone.
+Beside the test, each row says whether its change (between the columns'
+medians of the per-run figure) exceeds the spread between repetitions
+(the widest range of the per-run figure within one column): the effect
+size an RT engineer can read without statistics.
 
 Series pair across runs by (case, series, point). A point coordinate that a
 run measured rather than chose cannot pair: CLK-DUR's recurring sources are
@@ -39,32 +40,24 @@ A figure is flagged unstable, by a rule that fits the indicator:
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-import numpy.typing as npt
 
 from rtbench.analysis.stats import (
     PCT_OF,
     Stats,
     check_indicator,
-    has_all_samples,
-    hist_cells,
     scipy_stats,
     series_stats,
 )
-from rtbench.analysis.stored import usable_hist
-from rtbench.model import Histogram, Point, Run, Series, point_key
+from rtbench.model import Point, Run, Series, point_key
 
-MAX_TEST_SAMPLES = 100_000
-MIN_TEST_N = 2  # values a run needs before any test: never a test of one value
 ALPHA = 0.05
 UNSTABLE_MAX_P99 = 10.0
 UNSTABLE_CV = 1.0
 MIN_TAIL_SAMPLES = 10
-_SEED = 20240601  # fixed: the same runs always give the same p-value
-
-FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass
@@ -85,6 +78,13 @@ class Row:
     # ("unsupported", "skipped"...) or "not run"; "" where it has it. A case
     # one OS cannot do is shown as such, never as a zero.
     absent: list[str] = field(default_factory=list)
+    # Per column, the indicator of each of its runs (repetitions).
+    per_run: list[list[float]] = field(default_factory=list)
+    # The widest range of the per-run figure within one column (None: no
+    # column has two runs), and the largest change between the first
+    # column's median per-run figure and another's.
+    spread: float | None = None
+    change: float | None = None
 
     @property
     def label(self) -> str:
@@ -94,12 +94,35 @@ class Row:
     def significant(self) -> bool:
         return self.pvalue is not None and self.pvalue < ALPHA
 
+    @property
+    def beyond_noise(self) -> bool | None:
+        """The change exceeds the spread between repetitions (None: the
+        spread is unknown, one run per column)."""
+        if self.spread is None or self.change is None:
+            return None
+        return self.change > self.spread
+
+    @property
+    def differs(self) -> bool:
+        """A difference beyond run-to-run noise: significant, and larger
+        than the spread between repetitions (what a comparison leads with)."""
+        return self.significant and bool(self.beyond_noise)
+
 
 @dataclass
 class Comparison:
     runs: list[Run]
     indicator: str
     rows: list[Row]
+    # Per column, the runs it stands for (repetitions of one configuration).
+    members: list[list[Run]] = field(default_factory=list)
+    # Why nothing can be significant ('' when the runs allow a test).
+    note: str = ""
+    tested: int = 0  # rows with a p-value (the adjustment's count)
+
+    @property
+    def differing(self) -> list[Row]:
+        return [r for r in self.rows if r.differs]
 
 
 class NothingInCommon(ValueError):
@@ -125,119 +148,76 @@ def instability(st: Stats, indicator: str = "max") -> str:
     return ""
 
 
-# --- the test ---------------------------------------------------------------
+# --- the test over runs ----------------------------------------------------
 
-
-def _subsample(values: npt.NDArray[np.int64], rng: np.random.Generator) -> FloatArray:
-    if len(values) <= MAX_TEST_SAMPLES:
-        return values.astype(np.float64)
-    picked = rng.choice(len(values), size=MAX_TEST_SAMPLES, replace=False)
-    return values[picked].astype(np.float64)
-
-
-def hist_values(h: Histogram, rng: np.random.Generator) -> FloatArray:
-    """The histogram as values (bucket midpoints, repeated by count); a
-    multinomial draw of MAX_TEST_SAMPLES of them when it holds more."""
-    mids, counts = hist_cells(h)
-    total = int(counts.sum())
-    if total > MAX_TEST_SAMPLES:
-        counts = rng.multinomial(MAX_TEST_SAMPLES, counts / total)
-    return np.repeat(mids, counts)
+ONE_RUN = (
+    "one run per side: how much a repetition alone moves a figure is unknown, so no "
+    "difference is called significant (ratios only); measure each side several times "
+    "(rtbench run --repeat k) and compare the groups"
+)
 
 
 def matching_test(indicator: str, k: int) -> str | None:
-    """The name of the test that matches `indicator` for k runs (None: no
-    test matches it)."""
-    if indicator == "mean":
-        return "Welch's t-test" if k == 2 else "Alexander-Govern test"
-    if indicator == "stddev":
-        return "Brown-Forsythe test"
-    if indicator in PCT_OF:
-        how = "Fisher's exact" if k == 2 else "chi-square"
-        return f"exceedance test at the first run's {indicator} ({how} on counts above it)"
-    return None
+    """The name of the test over runs that compares `indicator` between k
+    columns (None: no test matches it)."""
+    if indicator == "n":
+        return None
+    name = "Welch's t-test" if k == 2 else "Alexander-Govern test"
+    return f"{name} on the per-run {indicator}"
 
 
-def _values(present: list[Series]) -> tuple[list[FloatArray], str] | None:
-    rng = np.random.default_rng(_SEED)
-    if all(has_all_samples(s) for s in present):
-        return [_subsample(s.samples, rng) for s in present if s.samples is not None], (
-            "raw samples"
-        )
-    if all((h := usable_hist(s)) is not None and h.n for s in present):
-        arrays = [hist_values(h, rng) for s in present if (h := usable_hist(s)) is not None]
-        return arrays, "histogram buckets (values in a bucket tied)"
-    return None
-
-
-def _pvalue(indicator: str, arrays: list[FloatArray]) -> float:
-    sps = scipy_stats()
-    if indicator == "mean":
-        if len(arrays) == 2:
-            return float(sps.ttest_ind(arrays[0], arrays[1], equal_var=False).pvalue)
-        return float(sps.alexandergovern(*arrays).pvalue)
-    if indicator == "stddev":
-        return float(sps.levene(*arrays, center="median").pvalue)
-    q = PCT_OF[indicator]
-    first = np.sort(arrays[0])
-    threshold = first[min(len(first), max(1, math.ceil(round(q / 100 * len(first), 9)))) - 1]
-    table = np.array([[int((a > threshold).sum()), int((a <= threshold).sum())] for a in arrays])
-    if (table.sum(axis=0) == 0).any():
-        return 1.0  # nobody (or everybody) above: no difference at this quantile
-    if len(arrays) == 2:
-        return float(sps.fisher_exact(table).pvalue)
-    return float(sps.chi2_contingency(table).pvalue)
-
-
-def indicator_test(series: list[Series | None], indicator: str) -> tuple[float | None, str]:
-    """(p-value, which test) of `indicator` among the series present in two
-    or more runs; (None, 'none: why') when no test applies."""
-    present = [s for s in series if s is not None and s.n > 0]
+def run_test(
+    per_run: list[list[float]], indicator: str, first: Series
+) -> tuple[float | None, str]:
+    """(unadjusted p-value, which test) of the per-run figures of the
+    columns that have the series; (None, 'none: why') when no test applies."""
+    if not first.traits.test:
+        return None, f"none: a {first.kind} has no distribution to test"
+    present = [np.asarray(v, dtype=np.float64) for v in per_run if v]
     if len(present) < 2:
-        return None, "none: fewer than two runs have this series"
-    if not present[0].traits.test:
-        return None, f"none: a {present[0].kind} has no distribution to test"
-    if any(s.n < MIN_TEST_N for s in present):
-        return None, f"none: a run has fewer than {MIN_TEST_N} values"
+        return None, "none: fewer than two columns have this series"
     name = matching_test(indicator, len(present))
     if name is None:
-        return None, f"none: no test compares a {indicator} (one value; see unstable)"
-    found = _values(present)
-    if found is None:
-        return None, "none: neither raw samples nor histograms in every run"
-    arrays, on = found
-    sub = any(s.n > MAX_TEST_SAMPLES for s in present)
-    shown = f"{name} on {on}" + (f", random subsample of {MAX_TEST_SAMPLES} per run" if sub else "")
-    if all(np.array_equal(arrays[0], a) for a in arrays[1:]) and np.ptp(arrays[0]) == 0:
-        return 1.0, shown + " (all values equal)"
-    p = _pvalue(indicator, arrays)
+        return None, f"none: no test compares a {indicator}"
+    if min(len(v) for v in present) < 2:
+        return None, "none: " + ONE_RUN.split(":")[0]
+    sizes = " vs ".join(str(len(v)) for v in present)
+    shown = f"{name} ({sizes} runs)"
+    if all(np.ptp(v) == 0 for v in present):
+        # Every repetition gave one value: nothing to weigh a change against.
+        return None, "none: every repetition of each side gave the same value"
+    sps = scipy_stats()
+    with warnings.catch_warnings():
+        # Nearly equal repetitions make scipy warn of precision loss; the
+        # p-value it returns is then near 1, which is what they say.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if len(present) == 2:
+            p = float(sps.ttest_ind(present[0], present[1], equal_var=False).pvalue)
+        else:
+            p = float(sps.alexandergovern(*present).pvalue)
     return (None if math.isnan(p) else p), shown
 
 
-def distribution_test(series: list[Series | None]) -> tuple[float | None, str]:
-    """(p-value, which test) of whole distributions: Mann-Whitney U for two
-    runs, Kruskal-Wallis H for more (`rtbench ab` and the reports' detail
-    use it beside the indicator's own test)."""
-    present = [s for s in series if s is not None and s.n > 0]
-    if len(present) < 2:
-        return None, "none: fewer than two runs have this series"
-    if not present[0].traits.test or any(s.n < MIN_TEST_N for s in present):
-        return None, "none: no distribution to test"
-    found = _values(present)
-    if found is None:
-        return None, "none: neither raw samples nor histograms in every run"
-    arrays, on = found
-    name = "Mann-Whitney U" if len(arrays) == 2 else "Kruskal-Wallis H"
-    sub = any(s.n > MAX_TEST_SAMPLES for s in present)
-    shown = f"{name} on {on}" + (f", random subsample of {MAX_TEST_SAMPLES} per run" if sub else "")
-    if all(np.array_equal(arrays[0], a) for a in arrays[1:]) and np.ptp(arrays[0]) == 0:
-        return 1.0, shown + " (all values equal)"
-    sps = scipy_stats()
-    if len(arrays) == 2:
-        p = sps.mannwhitneyu(arrays[0], arrays[1], alternative="two-sided").pvalue
-    else:
-        p = sps.kruskal(*arrays).pvalue
-    return float(p), shown
+def _effect(per_run: list[list[float]]) -> tuple[float | None, float | None]:
+    """(spread, change): the widest range of the per-run figure within a
+    column (None when no column has two runs) and the largest distance from
+    the first column's median to another column's."""
+    ranges = [max(v) - min(v) for v in per_run if len(v) >= 2]
+    medians = [float(np.median(v)) if v else None for v in per_run]
+    base = medians[0]
+    changes = [abs(m - base) for m in medians[1:] if m is not None and base is not None]
+    return (max(ranges) if ranges else None), (max(changes) if changes else None)
+
+
+def _adjust(rows: list[Row]) -> int:
+    """Benjamini-Hochberg over the rows tested: their p-values become the
+    adjusted ones. Returns how many were tested."""
+    tested = [r for r in rows if r.pvalue is not None]
+    if len(tested) > 1:
+        adjusted = scipy_stats().false_discovery_control([r.pvalue for r in tested])
+        for r, q in zip(tested, adjusted, strict=True):
+            r.pvalue = float(q)
+    return len(tested)
 
 
 # --- pairing ----------------------------------------------------------------
@@ -283,7 +263,6 @@ def _row(key: Key, found: list[Series | None], indicator: str) -> Row:
     sigma3 = indicator == "max_3sigma"
     stats = [series_stats(s, sigma3=sigma3) if s is not None else None for s in found]
     values = [st.value(indicator) if st else None for st in stats]
-    pvalue, test = indicator_test(found, indicator)
     # A figure the kind has no meaning for is absent, so not unstable either.
     why = [instability(st, indicator) if st and v is not None else "" for st, v in
            zip(stats, values, strict=True)]  # fmt: skip
@@ -296,12 +275,27 @@ def _row(key: Key, found: list[Series | None], indicator: str) -> Row:
         unit="count" if indicator == "n" else first.unit,
         values=values,
         ratios=[_ratio(v, values[0]) for v in values],
-        pvalue=pvalue,
-        test=test,
+        pvalue=None,
+        test="",
         unstable=[bool(w) for w in why],
         bounded=[bool(st and st.is_bounded(indicator)) for st in stats],
         why_unstable=why,
     )
+
+
+def _per_run(
+    runs: list[Run], key: Key, indicator: str, indexes: dict[int, dict[Key, Series]]
+) -> list[float]:
+    """The indicator of the series `key` in each run that has it."""
+    sigma3 = indicator == "max_3sigma"
+    out = []
+    for run in runs:
+        s = indexes.setdefault(id(run), _index(run)).get(key)
+        if s is not None and s.n > 0:
+            v = series_stats(s, sigma3=sigma3).value(indicator)
+            if v is not None:
+                out.append(v)
+    return out
 
 
 def _absent(run: Run, case: str) -> str:
@@ -314,11 +308,36 @@ def _absent(run: Run, case: str) -> str:
     return "not made" if outcome in ("passed", "failed") else str(outcome)
 
 
-def compare_runs(runs: list[Run], indicator: str = "max") -> Comparison:
-    """A row per series key of any run; values and ratios per run.
-    NothingInCommon when no series is in two of the runs (an all-`-` table
-    would say nothing)."""
+# Labels that tell repetitions of one configuration apart, not configurations.
+REPETITION_LABELS = frozenset({"repetition", "campaign_cell", "repeat", "ab_round", "runs"})
+
+
+def configurations(runs: list[Run]) -> list[list[Run]]:
+    """The runs by configuration: runs whose labels are the same, but for
+    the labels of a repetition, are repetitions of one configuration. When
+    that does not split them into two or more (unlabelled runs), each run
+    is its own configuration."""
+    groups: dict[tuple[tuple[str, str], ...], list[Run]] = {}
+    for run in runs:
+        key = tuple(sorted((k, v) for k, v in run.labels.items() if k not in REPETITION_LABELS))
+        groups.setdefault(key, []).append(run)
+    if len(groups) < 2:
+        return [[r] for r in runs]
+    return list(groups.values())
+
+
+def compare_runs(
+    runs: list[Run], indicator: str = "max", members: list[list[Run]] | None = None
+) -> Comparison:
+    """A row per series key of any run; values and ratios per column (a
+    run, or a pool of repetitions whose runs `members` lists, in order).
+    The test and the effect size are over the members' per-run figures.
+    NothingInCommon when no series is in two of the columns (an all-`-`
+    table would say nothing)."""
     check_indicator(indicator)
+    groups = members if members is not None else [[r] for r in runs]
+    if len(groups) != len(runs):
+        raise ValueError("members: one list of runs per column")
     indexes = [_index(r) for r in runs]
     keys: dict[Key, int] = {}
     for ix in indexes:
@@ -331,10 +350,18 @@ def compare_runs(runs: list[Run], indicator: str = "max") -> Comparison:
             for i, r in enumerate(runs)
         )
         raise NothingInCommon(f"the runs have no series in common, so nothing compares ({names})")
+    member_ix: dict[int, dict[Key, Series]] = {}
     rows = []
     for key in keys:
         found = [ix.get(key) for ix in indexes]
         row = _row(key, found, indicator)
         row.absent = ["" if s else _absent(r, key[0]) for r, s in zip(runs, found, strict=True)]
+        row.per_run = [_per_run(g, key, indicator, member_ix) for g in groups]
+        first = next(s for s in found if s is not None)
+        row.pvalue, row.test = run_test(row.per_run, indicator, first)
+        row.spread, row.change = _effect(row.per_run)
         rows.append(row)
-    return Comparison(runs, indicator, rows)
+    cmp = Comparison(runs, indicator, rows, members=groups, tested=_adjust(rows))
+    if len(runs) >= 2 and min(len(g) for g in groups) < 2:
+        cmp.note = ONE_RUN
+    return cmp

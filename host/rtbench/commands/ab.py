@@ -85,6 +85,8 @@ def _table(rows: list[Row]) -> Tabular:
 
     def flag(r: TRow) -> str:
         text = "significant" if r["significant"] else ""
+        if r["significant"] and r["beyond_noise"] is False:
+            text += " (within the rounds' spread)"
         if r["unstable"]:
             text += (" · " if text else "") + "unstable: " + ", ".join(r["unstable"])
         return text
@@ -99,7 +101,10 @@ def _table(rows: list[Row]) -> Tabular:
         Column("pvalue", "p", 95, show=pvalue),
         Column("flag", "", 60, numeric=False, show=flag),
     ]
-    title = f"B/A per indicator (µs); significant: p < {ALPHA}"
+    title = (
+        f"B/A per indicator (µs); significant: p < {ALPHA}, Welch's t-test over the rounds "
+        "(each run one observation; none with one round per side)"
+    )
     return Tabular(title, cols, [r.as_dict() for r in rows])
 
 

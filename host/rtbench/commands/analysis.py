@@ -12,6 +12,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from rtbench.ab import column
 from rtbench.analysis import criteria as crit
 from rtbench.analysis.compare import (
     ALPHA,
@@ -21,6 +22,7 @@ from rtbench.analysis.compare import (
     Comparison,
     NothingInCommon,
     compare_runs,
+    configurations,
 )
 from rtbench.analysis.determinism import curves
 from rtbench.analysis.evt import DEFAULT_PROBABILITIES, worst_case
@@ -115,8 +117,10 @@ def _stars(n: int) -> str:
 def _run_line(run: Run) -> str:
     labels = ", ".join(f"{k}={v}" for k, v in run.labels.items())
     rt = "" if run.realtime else " · NOT REAL-TIME"
+    # A pooled column (compare of repetitions) is named by its runs' ids.
+    ident = run.id if run.id is not None else run.labels.get("runs", "-")
     return (
-        f"#{run.id} · {run.started_at} · {run.target} · {kernel_release(run) or '?'}"
+        f"#{ident} · {run.started_at} · {run.target} · {kernel_release(run) or '?'}"
         f"{rt}{' · ' + labels if labels else ''}"
     )
 
@@ -301,6 +305,18 @@ def _units(cmp: Comparison) -> list[str]:
     return units
 
 
+def _groups(store: Store, refs: tuple[str, ...], labels: tuple[str, ...]) -> list[list[Run]]:
+    """The columns' runs: a REF of ids joined by commas (1,2,3) is one
+    configuration measured several times; otherwise runs whose labels are
+    the same but for a repetition's are grouped (rtbench.analysis.compare)."""
+    if not any("," in r for r in refs):
+        return configurations(_select(store, refs, labels))
+    groups = [_select(store, tuple(p for p in r.split(",") if p), ()) for r in refs]
+    if labels:
+        groups.append(_select(store, (), labels))
+    return [g for g in groups if g]
+
+
 @click.command()
 @click.argument("refs", nargs=-1)
 @click.option(
@@ -316,33 +332,65 @@ def _units(cmp: Comparison) -> list[str]:
 def compare(
     ctx: click.Context, refs: tuple[str, ...], labels: tuple[str, ...], indicator: str, fmt: str
 ) -> None:
-    """Runs side by side: an indicator, its ratio to the first run, a significance test."""
+    """Runs side by side: an indicator, its ratio to the first, and whether it
+    differs beyond run-to-run noise.
+
+    A REF may name several runs of one configuration (1,2,3); runs sharing
+    their labels (but for a repetition's) are grouped too. The test is over
+    runs: with one run per side nothing is significant.
+    """
     with open_store(ctx) as store:
-        runs = _select(store, refs, labels)
-    if len(runs) < 2:
-        fail(f"compare needs at least two runs, got {len(runs)}: name them or use --label")
+        groups = _groups(store, refs, labels)
+    if len(groups) < 2:
+        got = sum(map(len, groups))
+        fail(f"compare needs two runs or groups of runs, got {got}: name them or use --label")
+    columns = [column(g) for g in groups]
     try:
-        cmp = compare_runs(runs, indicator)
+        cmp = compare_runs(columns, indicator, members=groups)
     except NothingInCommon as e:
         fail(str(e))
     table = comparison_table(cmp, _units(cmp))
+    differ = cmp.differing
+    verdict = (
+        f"{len(differ)} series differ beyond run-to-run noise"
+        if differ
+        else "no difference beyond run-to-run noise"
+        if cmp.tested
+        else "no test: " + (cmp.note or f"none compares the {indicator}")
+    )
     if fmt != "table":
-        doc = {"runs": [run_info(r) for r in runs], "indicator": indicator, "comparison": table}
+        doc = {
+            "runs": [run_info(r) for r in columns],
+            "members": [[r.id for r in g] for g in groups],
+            "indicator": indicator,
+            "verdict": verdict,
+            "note": cmp.note,
+            "comparison": table,
+        }
         print_data(fmt, doc, table)
         return
-    for run in runs:
-        out.print(_run_line(run), highlight=False, markup=False)
+    for k, (run, members) in enumerate(zip(columns, groups, strict=True), 1):
+        reps = f" · {len(members)} runs pooled, each one observation" if len(members) > 1 else ""
+        out.print(f"{k}. {_run_line(run)}{reps}", highlight=False, markup=False)
     print_table(table, out)
     tests = sorted({r.test for r in cmp.rows if r.pvalue is not None})
-    what = f"the {indicator} differs" if tests else "no test compares this indicator"
+    tested = (
+        f"p: {' / '.join(tests)}, adjusted for the {cmp.tested} series tested "
+        f"(Benjamini-Hochberg); * p < {ALPHA:g}. spread: the widest range of the per-run "
+        f"{indicator} among one side's repetitions; beyond noise: the change between the "
+        "sides' medians exceeds it. "
+        if tests
+        else ""
+    )
     out.print(
-        f"p: {' / '.join(tests) or f'none for {indicator}'}; * p < {ALPHA:g} ({what}). "
-        f"~ unstable (max: max/p99 > {UNSTABLE_MAX_P99:g}; mean: CV > {UNSTABLE_CV:g}; "
+        f"{tested}~ unstable (max: max/p99 > {UNSTABLE_MAX_P99:g}; mean: CV > {UNSTABLE_CV:g}; "
         f"percentile: < {MIN_TAIL_SAMPLES} samples beyond it); "
         "≤ a histogram bucket's upper bound.",
         highlight=False,
         markup=False,
     )
+    style = "bold yellow" if differ or cmp.note else "bold"
+    out.print(Text(verdict[0].upper() + verdict[1:] + ".", style=style))
 
 
 # --- check ------------------------------------------------------------------

@@ -152,9 +152,12 @@ def _report(ctx: click.Context, c: Campaign, html: Path, md: Path) -> list[Run]:
         ids = [r.id for r in store.list_runs({LABEL_CAMPAIGN: c.name})]
         runs = [store.load(i) for i in ids]
     pooled = _pooled(c, runs)
+    groups = [m for m in group_runs(c, runs).values() if m]  # one per pooled column
     # A column whose runs were all cut short before a series (an interrupted
     # cell) has nothing to set beside the others; it is run again on resume.
-    columns = [col for col in pooled if any(case.series for case in col.cases)]
+    kept = [i for i, col in enumerate(pooled) if any(case.series for case in col.cases)]
+    columns = [pooled[i] for i in kept]
+    members = [groups[i] for i in kept]
     if len(columns) < len(pooled):
         say(f"{len(pooled) - len(columns)} columns have no series yet: left out of the report")
     if len(columns) < 1:
@@ -164,8 +167,9 @@ def _report(ctx: click.Context, c: Campaign, html: Path, md: Path) -> list[Run]:
     from rtbench.reports.markdown import render_markdown
 
     try:
-        write_text(html, html_report(columns, "max"))
-        write_text(md, render_markdown(columns, "max"))
+        # The test is over each column's repetitions, not its pooled samples.
+        write_text(html, html_report(columns, "max", members))
+        write_text(md, render_markdown(columns, "max", members))
     except OutputError as e:
         fail(str(e))
     except NothingInCommon as e:

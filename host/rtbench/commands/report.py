@@ -111,17 +111,24 @@ def report(
     """
     if output != "-":
         check_output(Path(output))  # before loading and rendering
-    runs = _load(ctx, refs or ("latest",))
+    loaded = _load(ctx, refs or ("latest",))
+    # Runs sharing their labels (but for a repetition's) are one column, the
+    # test over its runs (rtbench.analysis.compare), as in `compare`.
+    from rtbench.ab import column
+    from rtbench.analysis.compare import configurations
+
+    members = configurations(loaded) if len(loaded) > 1 else [loaded]
+    runs = [column(g) for g in members]
     # Imported here: matplotlib and the analysis take a second to import,
     # which every other command would pay for.
     if _format_for(fmt, output) == "markdown":
         from rtbench.reports.markdown import render_markdown
 
-        _write(render_markdown(runs, indicator), output)
+        _write(render_markdown(runs, indicator, members), output)
     else:
         from rtbench.reports.html import html_report
 
-        _write(html_report(runs, indicator), output)
+        _write(html_report(runs, indicator, members), output)
     if output != "-":
         kind = "comparison" if len(runs) > 1 else "report"
         out.print(f"wrote the {kind} to {output}", highlight=False)

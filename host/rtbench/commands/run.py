@@ -7,6 +7,7 @@ arrives; `finish` stores, shows, and says what happened to the run.
 from __future__ import annotations
 
 import sys
+import uuid
 from pathlib import Path
 
 import click
@@ -96,7 +97,7 @@ def finish(
     "--save-stream",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Also write the raw stream to this file.",
+    help="Also write the raw stream to this file (with --repeat: FILE-1, FILE-2...).",
 )
 @click.option("--no-store", is_flag=True, help="Do not store the run.")
 @click.option(
@@ -150,6 +151,14 @@ def finish(
     help="Per-CPU cases: stop at the first latency over US µs; with --trace, keep and "
     "explain the kernel trace before it.",
 )
+@click.option(
+    "--repeat",
+    type=click.IntRange(1, 1000),
+    default=1,
+    show_default=True,
+    help="Measure K times, one stored run each, labelled repeat=1..K and one repeat_id: "
+    "`compare` tests over these runs (docs/analysis.md).",
+)
 @target_option
 @click.option(
     "--exit-zero-if-stored",
@@ -179,6 +188,7 @@ def run(
     cpus: str | None,
     duration: str | None,
     break_us: float | None,
+    repeat: int,
     target_spec: str | None,
     exit_zero_if_stored: bool,
 ) -> None:
@@ -217,37 +227,57 @@ def run(
     args += [p.agent_arg() for p in plan]
     if not no_store:
         open_store(ctx).close()  # a store that cannot open says so before the run
+    if repeat > 1:
+        # Repetitions of one configuration: `compare` groups runs by their
+        # labels but for `repeat`, so one repeat_id makes them one group.
+        label_map.setdefault("repeat_id", uuid.uuid4().hex[:8])
+    codes: list[int] = []
     with StopSignals(say) as stop:
-        # Before the plan: the target's metadata includes what its set-up learned.
-        transport = open_transport(target, exe)
-        how = plan_for(
-            target,
-            args,
-            labels=label_map,
-            trace=trace_kernel,
-            trace_cpu=cpu,
-            trace_flight=trace_kernel and break_us is not None,
-            save_stream=save_stream,
-            store_path=None if no_store else store_path(ctx),
-        )
-        defaults = {cid: c.params for cid, c in known.items()}
-        with RunProgress(plan, defaults, err, duration_s) as progress:
+        for k in range(1, repeat + 1):
+            if repeat > 1:
+                label_map["repeat"] = str(k)
+                say(f"repetition {k} of {repeat}")
+            # Before the plan: the target's metadata includes what its set-up learned.
+            transport = open_transport(target, exe)
+            how = plan_for(
+                target,
+                args,
+                labels=dict(label_map),
+                trace=trace_kernel,
+                trace_cpu=cpu,
+                trace_flight=trace_kernel and break_us is not None,
+                save_stream=_numbered(save_stream, k if repeat > 1 else None),
+                store_path=None if no_store else store_path(ctx),
+            )
+            defaults = {cid: c.params for cid, c in known.items()}
+            with RunProgress(plan, defaults, err, duration_s) as progress:
 
-            def on_record(rec: Record, p: SessionProgress) -> None:
-                progress.on_record(rec.kind, rec.body)
+                def on_record(rec: Record, p: SessionProgress) -> None:
+                    progress.on_record(rec.kind, rec.body)
 
-            try:
-                measured = measure(transport, how, stop, on_record, say)
-            except (TransportError, StreamError) as e:
-                fail(str(e))
-        code = finish(measured, stop, store_it=not no_store)
-        # docs/outcomes.md: for a person trying rtbench a finished, stored run is
-        # a success even when the OS failed a check; the result above says so.
-        done = measured.run.complete and measured.run.id is not None
-        if exit_zero_if_stored and done and code == EXIT[measured.run.outcome]:
-            code = 0
+                try:
+                    measured = measure(transport, how, stop, on_record, say)
+                except (TransportError, StreamError) as e:
+                    fail(str(e))
+            code = finish(measured, stop, store_it=not no_store)
+            # docs/outcomes.md: for a person trying rtbench a finished, stored run is
+            # a success even when the OS failed a check; the result above says so.
+            done = measured.run.complete and measured.run.id is not None
+            if exit_zero_if_stored and done and code == EXIT[measured.run.outcome]:
+                code = 0
+            codes.append(code)
+            if stop.exit_code is not None:
+                break
         stop.exiting()
-        sys.exit(code)
+        # The worst: an interruption, then an error, then a failed check.
+        sys.exit(stop.exit_code if stop.exit_code is not None else max(codes))
+
+
+def _numbered(path: Path | None, k: int | None) -> Path | None:
+    """--save-stream of repetition k: NAME-k.EXT, so none overwrites another."""
+    if path is None or k is None:
+        return path
+    return path.with_name(f"{path.stem}-{k}{path.suffix}")
 
 
 @click.command()

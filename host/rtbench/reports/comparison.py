@@ -1,6 +1,7 @@
 """The comparison report's content: runs side by side, led by what
-changed significantly in the figure its test compares; shared by the HTML
-and the Markdown comparison (rtbench.reports.render)."""
+differs beyond run-to-run noise (significant over runs, and larger than the
+spread between repetitions); shared by the HTML and the Markdown
+comparison (rtbench.reports.render)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ class CompareRowView:
     ratios: list[str]
     pvalue: str
     chart: str | None = None
+    spread: str = "-"  # the widest range among one column's repetitions
+    beyond: str = "-"  # yes / no / - (one run per column)
 
 
 @dataclass
@@ -31,13 +34,16 @@ class ComparisonView:
     runs: list[RunView]
     rows: list[CompareRowView]
     machine_diff: list[tuple[str, list[str]]]  # metadata that differs between runs
-    # The lead: series that changed significantly in `lead_indicator`, the
-    # figure its test compares (the indicator asked, or p99 when no test
-    # matches it, as for the max), the largest change first.
+    # The lead: series that differ beyond run-to-run noise in
+    # `lead_indicator` (the indicator asked, or p99 when no test matches
+    # it), the largest change first.
     lead_indicator: str = ""
     lead_test: str = ""
     changed: list[CompareRowView] = field(default_factory=list)
-    unchanged: int = 0  # tested rows that did not change significantly
+    unchanged: int = 0  # tested rows that do not differ beyond the noise
+    note: str = ""  # why nothing can be significant (one run per column)
+    # Per column, how many runs it pools.
+    repetitions: list[int] = field(default_factory=list)
 
 
 def _ratio(r: float | None) -> str:
@@ -48,10 +54,20 @@ def _pvalue(p: float | None) -> str:
     return "-" if p is None else (f"{p:.2g}" if p >= 1e-4 else "< 0.0001")
 
 
-def comparison_view(runs: list[Run], indicator: str = "max", draw: bool = True) -> ComparisonView:
+def _beyond(b: bool | None) -> str:
+    return "-" if b is None else "yes" if b else "no"
+
+
+def comparison_view(
+    runs: list[Run],
+    indicator: str = "max",
+    draw: bool = True,
+    members: list[list[Run]] | None = None,
+) -> ComparisonView:
     """Runs side by side: the indicator per run, its ratio to the first run,
-    the distribution-level test, and (HTML) the histograms overlaid."""
-    comparison: Comparison = compare_runs(runs, indicator)
+    the test over runs, and (HTML) the histograms overlaid. `members`: per
+    run, the repetitions it pools (default: each run is one)."""
+    comparison: Comparison = compare_runs(runs, indicator, members)
     names = [run_name(r) for r in runs]
     rows = []
     for row in comparison.rows:
@@ -67,6 +83,8 @@ def comparison_view(runs: list[Run], indicator: str = "max", draw: bool = True) 
             ],
             ratios=[_ratio(r) for r in row.ratios],
             pvalue=_pvalue(row.pvalue),
+            spread=fmt(row.spread, unit) if row.spread is not None else "-",
+            beyond=_beyond(row.beyond_noise),
         )
         named = [(n, s) for n, s in zip(names, found, strict=True) if s is not None]
         if draw and len(named) > 1:  # one run alone is no comparison
@@ -79,21 +97,23 @@ def comparison_view(runs: list[Run], indicator: str = "max", draw: bool = True) 
         runs=views,
         rows=rows,
         machine_diff=machine_diff(views),
+        note=comparison.note,
+        repetitions=[len(g) for g in comparison.members],
     )
     _lead(cmp, comparison, runs)
     return cmp
 
 
 def _lead(view: ComparisonView, comparison: Comparison, runs: list[Run]) -> None:
-    """What changed significantly, in the figure the test compared."""
+    """What differs beyond run-to-run noise, in the figure the test compared."""
     indicator = comparison.indicator
     if matching_test(indicator, len(runs)) is None:
-        indicator = "p99"  # the tail, which an exceedance test compares
-        comparison = compare_runs(runs, indicator)
+        indicator = "p99"  # the tail, which a test over runs does compare
+        comparison = compare_runs(runs, indicator, comparison.members)
     view.lead_indicator = indicator
     view.lead_test = matching_test(indicator, len(runs)) or ""
     tested = [r for r in comparison.rows if r.pvalue is not None]
-    changed = [r for r in tested if r.significant]
+    changed = [r for r in tested if r.differs]
     view.unchanged = len(tested) - len(changed)
 
     def size(r: Row) -> float:
@@ -108,6 +128,8 @@ def _lead(view: ComparisonView, comparison: Comparison, runs: list[Run]) -> None
                 values=[fmt(v, row.unit) for v in row.values],
                 ratios=[_ratio(r) for r in row.ratios],
                 pvalue=_pvalue(row.pvalue),
+                spread=fmt(row.spread, row.unit) if row.spread is not None else "-",
+                beyond=_beyond(row.beyond_noise),
             )
         )
 

@@ -201,13 +201,20 @@ def statistics_table(run: Run) -> Tabular:
     return Tabular(title, cols, rows, extra=_EXTRA)
 
 
+def _column_name(r: Run, k: int) -> str:
+    """#id, or #ids of the runs a pooled column stands for, or its place."""
+    if r.id is not None:
+        return f"#{r.id}"
+    return f"#{r.labels['runs']}" if "runs" in r.labels else f"run {k}"
+
+
 def comparison_table(cmp: Comparison, units: Sequence[str]) -> Tabular:
     """`compare`: the indicator per run, ratios to the first, the test.
     `units`: each row's stream unit."""
     # Runs by position (1 = the first, the baseline): one run may be
     # compared with itself, so ids are no keys.
     ids = [str(k) for k in range(1, len(cmp.runs) + 1)]
-    names = [f"#{r.id}" if r.id is not None else f"run {k}" for k, r in enumerate(cmp.runs, 1)]
+    names = [_column_name(r, k) for k, r in enumerate(cmp.runs, 1)]
     rows = []
     for row, unit in zip(cmp.rows, units, strict=True):
         shown_unit = "count" if cmp.indicator == "n" else unit
@@ -229,6 +236,11 @@ def comparison_table(cmp: Comparison, units: Sequence[str]) -> Tabular:
                 "unstable": [int(i) for i in unstable],
                 "pvalue": row.pvalue,
                 "significant": row.significant,
+                # Run-to-run noise: the widest range of the per-run figure
+                # within a column, and whether the change exceeds it.
+                "spread": row.spread,
+                "beyond_noise": row.beyond_noise,
+                "per_run": row.per_run,
                 "test": row.test,
                 "flags": "; ".join(f"{names[int(i) - 1]} {w}" for i, w in unstable.items()),
             }
@@ -256,6 +268,12 @@ def comparison_table(cmp: Comparison, units: Sequence[str]) -> Tabular:
         p = r.get("pvalue")
         return "-" if p is None else f"{p:.2g}" + ("*" if r["significant"] else "")
 
+    def beyond(r: Row) -> Text:
+        b = r.get("beyond_noise")
+        if b is None:
+            return Text("-", style="dim")
+        return Text("yes", style="bold") if b else Text("no", style="dim")
+
     cols = [
         Column("case", "case", 100, numeric=False),
         Column("series", "series", 100, numeric=False),
@@ -263,9 +281,14 @@ def comparison_table(cmp: Comparison, units: Sequence[str]) -> Tabular:
         *(value(i) for i in ids),
         *(ratio(i) for i in ids[1:]),
         Column("pvalue", "p", 60, show=pvalue),
+        Column("spread", "spread", 55, show=lambda r: fmt_value(r["spread"], r["unit"])),
+        Column("beyond_noise", "beyond noise", 58, numeric=False, show=beyond),
         Column("flags", "flags", 30, numeric=False),
     ]
-    extra = ("name", "point", "unit", "indicator", "bounded", "unstable", "significant", "test")
+    extra = (
+        "name", "point", "unit", "indicator", "bounded", "unstable", "significant", "test",
+        "per_run",
+    )  # fmt: skip
     return Tabular(f"Comparison: {cmp.indicator}", cols, rows, extra=extra)
 
 

@@ -28,9 +28,12 @@ def _visible(value: Any) -> Any:
     return printable(value) if isinstance(value, str) and not isinstance(value, Markup) else value
 
 
-def html_report(runs: list[Run], indicator: str = "max") -> str:
-    """The report as a string: a run report for one run, a comparison for more."""
-    return render(runs, indicator, "html", autoescape=True, finalize=_visible)
+def html_report(
+    runs: list[Run], indicator: str = "max", members: list[list[Run]] | None = None
+) -> str:
+    """The report as a string: a run report for one run, a comparison for
+    more (`members`: per run, the repetitions it pools)."""
+    return render(runs, indicator, "html", members, autoescape=True, finalize=_visible)
 
 
 def render_html(runs: list[Run], path: Path, indicator: str = "max") -> None:

@@ -35,6 +35,9 @@ def md_escape(value: Any) -> str:
     return " ".join(text.split())  # a newline would end a table row
 
 
-def render_markdown(runs: list[Run], indicator: str = "max") -> str:
-    """A run report for one run, a comparison for more."""
-    return render(runs, indicator, "md", finalize=md_escape, keep_trailing_newline=True)
+def render_markdown(
+    runs: list[Run], indicator: str = "max", members: list[list[Run]] | None = None
+) -> str:
+    """A run report for one run, a comparison for more (`members`: per run,
+    the repetitions it pools)."""
+    return render(runs, indicator, "md", members, finalize=md_escape, keep_trailing_newline=True)

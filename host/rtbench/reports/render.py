@@ -18,10 +18,17 @@ from rtbench.reports.content import SEVERE, STAT_COLUMNS, fmt, run_view, stars
 FILTERS: dict[str, Callable[..., str]] = {"fmt": fmt, "stars": stars, "pointkey": point_key}
 
 
-def render(runs: list[Run], indicator: str, ext: str, **options: Any) -> str:
+def render(
+    runs: list[Run],
+    indicator: str,
+    ext: str,
+    members: list[list[Run]] | None = None,
+    **options: Any,
+) -> str:
     """A run report for one run, a comparison for more, from the templates
     run.EXT.j2 / compare.EXT.j2; `options` configure the Jinja environment
-    (escaping), which is what differs between HTML and Markdown."""
+    (escaping), which is what differs between HTML and Markdown. `members`:
+    per run, the repetitions it pools (rtbench.analysis.compare)."""
     if not runs:
         raise ValueError("a report needs at least one run")
     env = Environment(
@@ -37,5 +44,5 @@ def render(runs: list[Run], indicator: str, ext: str, **options: Any) -> str:
     if len(runs) == 1:
         view = run_view(runs[0], draw=draw)
         return env.get_template(f"run.{ext}.j2").render(v=view, title=view.title)
-    cmp = comparison_view(runs, indicator, draw=draw)
+    cmp = comparison_view(runs, indicator, draw=draw, members=members)
     return env.get_template(f"compare.{ext}.j2").render(v=cmp, title=cmp.title)

@@ -1,0 +1,31 @@
+"""A known difference found over runs: the test build's slow give (20 µs in
+every rtb_sem_give) against the real one, three runs per side, is
+significant and beyond the spread between repetitions; the take beside it,
+which the fault does not touch, is not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rtbench.analysis.compare import compare_runs
+
+D = 20_000  # ns
+CASE = "SEM-ARN:iterations=2000"
+
+
+def test_slow_give_is_significant_with_three_runs_per_side(
+    test_agent: Path, run_agent: Any
+) -> None:
+    base = [run_agent(test_agent, [CASE]).run for _ in range(3)]
+    slow = [run_agent(test_agent, ["--inject", f"give_delay={D}", CASE]).run for _ in range(3)]
+    for indicator in ("p50", "p99"):
+        cmp = compare_runs([base[0], slow[0]], indicator, members=[base, slow])
+        rows = {r.series: r for r in cmp.rows}
+        give = rows["give"]
+        assert give.significant and give.beyond_noise and give.differs, give
+        assert give.ratios[1] is not None and give.ratios[1] > 1
+        assert give.test == f"Welch's t-test on the per-run {indicator} (3 vs 3 runs)"
+    # One run per side: the same huge shift, and still nothing significant.
+    cmp = compare_runs([base[0], slow[0]], "p50")
+    assert cmp.note and not any(r.significant for r in cmp.rows)
