@@ -15,6 +15,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rtbench import catalogue
@@ -158,9 +159,28 @@ def _local_ucos3() -> Path | None:
     return found["UC_OS3"]
 
 
-def test_a_kernel_edited_in_place_is_rebuilt_and_told_apart(
+# The known answer of a patched kernel: a loop of this many instructions in
+# OSSemPost; under -icount shift=5 each takes 32 ns.
+NOPS = 311
+INSN_NS = 32
+
+
+def _median(run: Run, case: str, series: str) -> float:
+    c = run.case(case)
+    assert c is not None and c.outcome == "passed", (case, c and c.outcome)
+    s = c.find(series)
+    assert s is not None and s.samples is not None and len(s.samples) > 100, (case, series)
+    return float(np.median(s.samples))
+
+
+def test_a_kernel_edited_in_place_is_rebuilt_told_apart_and_measured(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A user's patch of the kernel, as a new user would try it: the cache
+    rebuilds the firmware for a copy edited in place, the run's kernel
+    digest differs, and a busy loop of known length in the semaphore post
+    moves SEM-SHF's median by exactly its instructions' time (within 1 %)
+    and leaves THR-SW's switch (no post in its path) alone."""
     local = _local_ucos3()
     if local is None:
         pytest.skip("needs a local copy of uC/OS-III (RTBENCH_UCOS3_KERNEL or shared/vendor)")
@@ -168,20 +188,34 @@ def test_a_kernel_edited_in_place_is_rebuilt_and_told_apart(
     shutil.copytree(local, kernel)
     monkeypatch.setenv("RTBENCH_UCOS3_KERNEL", str(kernel))
     monkeypatch.setenv("RTBENCH_BUILD_DIR", str(tmp_path / "build"))
+    cases = ["SEM-SHF:duration_ms=100", "THR-SW:n=2:duration_ms=100"]
 
-    def one_run() -> tuple[dict[str, object], int]:
+    def one_run() -> tuple[Run, int]:
         elf = ensure_firmware("ucos3", BOARD)
-        run, _ = _measure(["SEM-SHF:duration_ms=20"], _spec("ucos3"))
-        assert run.cases[0].outcome == "passed"
-        return dict(run.machine["target"]), elf.stat().st_mtime_ns
+        run, _ = _measure(cases, _spec("ucos3"))
+        return run, elf.stat().st_mtime_ns
 
     stock, built = one_run()
+    again, built_again = one_run()
     # The same sources again: the cache answers, nothing is rebuilt.
-    assert one_run() == (stock, built)
+    assert built_again == built
+    assert again.machine["target"]["kernel_digest"] == stock.machine["target"]["kernel_digest"]
     # A patch of the copy, in place: same path, other content.
     sem = kernel / "Source" / "os_sem.c"
-    sem.write_text(sem.read_text() + "\nvolatile unsigned rtbench_patched_post_count;\n")
+    text = sem.read_text()
+    anchor = "    OS_TRACE_SEM_POST_ENTER(p_sem, opt);\n"
+    assert text.count(anchor) == 1
+    loop = f'    __asm__ volatile(".rept {NOPS}\\n nop\\n .endr" ::: "memory");\n'
+    sem.write_text(text.replace(anchor, anchor + loop))
     patched, rebuilt = one_run()
     assert rebuilt != built, "the firmware was not rebuilt for the edited kernel"
-    assert patched["kernel_digest"] != stock["kernel_digest"]
-    assert patched["kernel_version"] == stock["kernel_version"] == "v3.08.02"
+    meta, meta0 = patched.machine["target"], stock.machine["target"]
+    assert meta["kernel_digest"] != meta0["kernel_digest"]
+    assert meta["firmware_sha256"] != meta0["firmware_sha256"]
+    assert meta["kernel_version"] == meta0["kernel_version"] == "v3.08.02"
+    moved = _median(patched, "SEM-SHF", "give_to_run") - _median(stock, "SEM-SHF", "give_to_run")
+    assert abs(moved - NOPS * INSN_NS) <= 0.01 * NOPS * INSN_NS, moved
+    sw = [s.name for s in stock.case("THR-SW").series]  # type: ignore[union-attr]
+    assert sw
+    for name in sw:
+        assert _median(patched, "THR-SW", name) == _median(stock, "THR-SW", name), name
