@@ -214,6 +214,21 @@ def test_samples_encoding_round_trips_and_compresses() -> None:
         encode_samples(np.array([1.5]))
 
 
+
+def test_samples_blob_of_any_zlib_level_decodes_to_one_fresh_array() -> None:
+    """Runs stored at zlib's default level (before level 1) read back alike;
+    the result is native int64, writable, and owns its memory (no view of
+    the decompressed bytes)."""
+    import zlib
+
+    values = np.array([-(2**63), -1, 0, 1, 2**63 - 1, 1000, 1001, -5], dtype=np.int64)
+    planes = values.view(np.uint8).reshape(-1, 8).T.tobytes()
+    for level in (1, 6, 9):
+        out = decode_samples(values.size, zlib.compress(planes, level))
+        assert out.dtype == np.int64 and out.flags.writeable and out.flags.owndata
+        assert np.array_equal(out, values)
+
+
 def test_bad_values_are_refused_and_leave_nothing(store: Store, store_at: StoreAt) -> None:
     run = rich_run()
     run.labels[""] = "empty key"

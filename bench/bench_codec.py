@@ -1,0 +1,141 @@
+"""Store at the speed of the disk: Store.save and Store.load of a run of 10
+million raw samples (SQLite, CPU seconds), beside the floor (the same
+samples as raw int64: write + fsync, read), and the codec's size/speed trade
+(zlib levels 1 and 6 of the shuffled samples).
+
+    .venv/bin/python bench/bench_codec.py [--samples 10000000] [--json] [--smoke]
+
+The agent writes the run (`CAL-TIMER:reads=N/2+1`: two series of N/2
+samples). Each step is timed in CPU seconds of this process (user +
+system), the fastest of 3. Goals (issue 22): save <= 5x and load <= 2x the
+raw floor. Exit 0 whether met or missed; 2 if a step could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rtbench.build import BuildError, ensure_agent
+from rtbench.model import Run
+from rtbench.store import Store, decode_samples, encode_samples
+from rtbench.stream import assemble, parse_file
+
+GOALS = {"save": 5.0, "load": 2.0}
+
+
+def cpu(fn: Callable[[], Any], repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.process_time()
+        fn()
+        best = min(best, time.process_time() - t0)
+    return best
+
+
+def make_run(tmp: Path, samples: int) -> Run:
+    stream = tmp / "run.rtb"
+    args = [str(ensure_agent("release")), "--max-samples", str(samples),
+            f"CAL-TIMER:reads={samples // 2 + 1}:rounds=10"]  # fmt: skip
+    with stream.open("wb") as f:
+        subprocess.run(args, stdout=f, stderr=subprocess.DEVNULL, check=False)
+    parsed = parse_file(stream)
+    return assemble(parsed.records, parsed.issues, parsed.log)
+
+
+def bench(tmp: Path, samples: int, repeat: int) -> dict[str, Any]:
+    run = make_run(tmp, samples)
+    arrays = [s.samples for c in run.cases for s in c.series if s.samples is not None]
+    n = sum(len(a) for a in arrays)
+    raw = tmp / "raw.int64"
+
+    def write_raw() -> None:
+        with raw.open("wb") as f:
+            for a in arrays:
+                f.write(a.tobytes())
+            f.flush()
+            os.fsync(f.fileno())
+
+    floor_write = cpu(write_raw, repeat)
+    floor_read = cpu(lambda: np.fromfile(raw, dtype=np.int64), repeat)
+    levels = {}
+    for level in (1, 6):
+        planes = [np.ascontiguousarray(a).view(np.uint8).reshape(-1, 8).T.tobytes() for a in arrays]
+        blobs: list[bytes] = []
+        out = blobs
+        enc = cpu(lambda lv=level, ps=planes, o=out: o.extend(zlib.compress(p, lv) for p in ps), 1)
+        dec = cpu(lambda bs=blobs: [zlib.decompress(b) for b in bs], repeat)
+        levels[level] = {"bytes_per_sample": sum(map(len, blobs)) / n,
+                         "encode_s": enc, "decompress_s": dec}  # fmt: skip
+    codec = {"encode_s": cpu(lambda: [encode_samples(a) for a in arrays], repeat)}
+    blobs2 = [encode_samples(a) for a in arrays]
+    codec["decode_s"] = cpu(lambda: [decode_samples(c, b) for c, b in blobs2], repeat)
+    db = tmp / "bench.sqlite"
+    with Store(db) as store:
+        saves = []
+        for _ in range(repeat):
+            run.id = None
+            saves.append(cpu(lambda: store.save(run), 1))
+        run_id = store.list_runs()[-1].id
+        load = cpu(lambda: store.load(run_id), repeat)
+    save = min(saves)
+    return {
+        "samples": n,
+        "floor_write_fsync_s": floor_write,
+        "floor_read_s": floor_read,
+        "save_s": save,
+        "load_s": load,
+        "save_x": save / max(floor_write, 1e-3),
+        "load_x": load / max(floor_read, 1e-3),
+        "codec": codec,
+        "zlib_levels": levels,
+        "goals_x": GOALS,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--samples", type=int, default=10_000_000)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="100,000 samples, one pass each")
+    a = ap.parse_args()
+    repeat = 3
+    if a.smoke:  # the suite runs this so that a bench that no longer runs fails CI
+        a.samples, repeat = 100_000, 1
+    try:
+        with tempfile.TemporaryDirectory(prefix="rtbench-bench-codec-") as tmp:
+            r = bench(Path(tmp), a.samples, repeat)
+    except (BuildError, OSError) as e:
+        print(f"bench_codec: {e}", file=sys.stderr)
+        return 2
+    if a.json:
+        print(json.dumps(r, indent=1))
+        return 0
+    print(f"{r['samples']:,} samples, CPU seconds (fastest of {repeat})")
+    print(f"  raw int64 write + fsync (floor)  {r['floor_write_fsync_s']:7.3f} s")
+    print(f"  raw int64 read (floor)           {r['floor_read_s']:7.3f} s")
+    for step in ("save", "load"):
+        x, goal = r[f"{step}_x"], GOALS[step]
+        print(f"  Store.{step:<27}{r[f'{step}_s']:7.3f} s  {x:6.1f}x the floor  goal <= {goal:g}x"
+              f"  {'PASS' if x <= goal else 'MISS'}")  # fmt: skip
+    c = r["codec"]
+    print(f"  encode_samples / decode_samples  {c['encode_s']:7.3f} / {c['decode_s']:.3f} s")
+    for level, z in r["zlib_levels"].items():
+        print(f"  zlib level {level}: {z['bytes_per_sample']:.2f} bytes a sample, compress "
+              f"{z['encode_s']:.3f} s, decompress {z['decompress_s']:.3f} s")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
