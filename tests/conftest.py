@@ -80,6 +80,15 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def private_state(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's state directory (fallback journals, the done list of
+    rtbench.journal) of this test alone, never the real user's."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[pgserver.PostgresServer]:
     """A PostgreSQL server for the whole session, killed at its end."""

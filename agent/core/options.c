@@ -14,7 +14,7 @@ static const struct option common[] = {
     {"deadline-slack", required_argument, NULL, 'd'},
     {"no-pin", no_argument, NULL, 'P'},         {"dry-run", no_argument, NULL, 'n'},
     {"break", required_argument, NULL, 'B'},    {"progress", required_argument, NULL, 'G'},
-    {"help", no_argument, NULL, 'h'}};
+    {"run-id", required_argument, NULL, 'R'},   {"help", no_argument, NULL, 'h'}};
 #define NCOMMON ((int)(sizeof common / sizeof common[0]))
 
 static void usage(FILE *f, const rtb_cli_port *port)
@@ -33,6 +33,8 @@ static void usage(FILE *f, const rtb_cli_port *port)
             "                     `break` record names it; stops the kernel trace)\n"
             "  --progress MS      per-CPU cases: a `progress` record every MS (live figures)\n"
             "  --dry-run          check the options and cases, run nothing (exit 0 or 2)\n"
+            "  --run-id ID        the run's identity, echoed in the hello record (the host\n"
+            "                     makes one: a UUID)\n"
 #ifdef RTB_TEST_HOOKS
             "  --inject SITE=NS   test builds: inject a fault (yield_delay, give_delay,\n"
             "                     sem_noblock, ref_delay, ignore_stop,\n"
@@ -50,6 +52,20 @@ static int bad(const char *msg)
 {
     fprintf(stderr, "rtbench-agent: %s\n", msg);
     return 2;
+}
+
+/* The identity goes into the hello record as it is: nothing that would need
+ * escaping, and short (a UUID is 36 characters). */
+static bool run_id_ok(const char *id)
+{
+    size_t n = strlen(id);
+    if (n < 1 || n > 64)
+        return false;
+    for (const char *p = id; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+              *p == '-'))
+            return false;
+    return true;
 }
 
 static int check(const rtb_options *opt)
@@ -102,6 +118,11 @@ int rtb_parse_options(int argc, char **argv, const rtb_cli_port *port, rtb_optio
         case 'n': dry_run = true; break;
         case 'B': opt->break_ns = strtoll(optarg, NULL, 10); break;
         case 'G': opt->progress_ms = strtoll(optarg, NULL, 10); break;
+        case 'R':
+            if (!run_id_ok(optarg))
+                return bad("--run-id must be 1..64 letters, digits and '-' (a UUID)");
+            opt->run_id = optarg;
+            break;
         case 'i':
 #ifdef RTB_TEST_HOOKS
             if (rtb_inject_set(optarg) != RTB_OK) {

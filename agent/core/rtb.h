@@ -231,6 +231,9 @@ typedef struct rtb_options {
     int ncpus;
     int64_t break_ns;    /* >0: per-CPU cases stop at the first latency above it */
     int64_t progress_ms; /* >0: per-CPU cases write a `progress` record this often */
+    /* The run's identity (--run-id, made by the host), echoed in the hello
+     * record's `run`; NULL: the hello has none. Points into argv. */
+    const char *run_id;
 } rtb_options;
 
 /* The defaults every entry point starts from (cpu -1: resolve it with

@@ -107,6 +107,8 @@ static void hello(rtb_stream *s, const rtb_options *o, const rtb_port_info *pi,
     rtb_json_str(j, "agent", "rtbench-agent");
     rtb_json_str(j, "version", RTB_AGENT_VERSION);
     rtb_json_str(j, "port", pi->port);
+    if (o->run_id)
+        rtb_json_str(j, "run", o->run_id);
     rtb_json_obj(j, "os");
     rtb_json_str(j, "sysname", pi->sysname);
     rtb_json_str(j, "release", pi->release);

@@ -13,20 +13,31 @@ A live journal is held under an exclusive `flock` by its host; the kernel
 drops the lock when that process dies however it dies, which is how another
 process tells a crashed run from a running one (a pid alone can be reused).
 When the store's directory cannot take the journal (full, read-only) it goes
-to a per-user directory under the system's temporary directory instead.
+to the user's state directory instead (`fallback_dirs`).
+
+Every journal folder is private to its user: created 0700, and its owner
+and mode are checked before it is used or read (`private_dir`); in it, only
+regular files owned by the user are journals (anything else is ignored with
+a warning, and opened with O_NONBLOCK | O_NOFOLLOW, so a FIFO or a symlink
+never makes a command hang or read another file). A journal that is stored
+but cannot be removed (a read-only folder) is listed in the done list
+(`mark_done`) and not read again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
-import tempfile
+import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import platformdirs
 
 from rtbench.store.location import StoreLocation, locate
 
@@ -42,8 +53,45 @@ def journal_dir(store: Path | StoreLocation) -> Path:
     return locate(store).journal_dir
 
 
-def fallback_dir() -> Path:
-    return Path(tempfile.gettempdir()) / f"rtbench-journals-{os.getuid()}"
+def fallback_dirs() -> list[Path]:
+    """Where a journal goes when the store's folder cannot take it: the
+    user's state directory, then (when there is one) the runtime one,
+    often another file system. Never a shared folder such as /tmp, where
+    another user could create the folder first."""
+    dirs = [platformdirs.user_state_path("rtbench") / "journals"]
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if runtime:
+        dirs.append(Path(runtime) / "rtbench" / "journals")
+    return dirs
+
+
+def private_dir(directory: Path, create: bool = True) -> Path:
+    """`directory`, checked private to this user: made 0700 when missing
+    (`create`); a folder another user owns is refused (PermissionError), one
+    of ours that others may enter is made 0700."""
+    if create:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    st = os.stat(directory)
+    if not stat.S_ISDIR(st.st_mode):
+        raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(directory))
+    if st.st_uid != os.geteuid():
+        raise PermissionError(
+            errno.EPERM, f"owned by uid {st.st_uid}, not by you: not used", str(directory)
+        )
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(directory, 0o700)
+    return directory
+
+
+def _open_own(path: Path) -> int:
+    """A read-only descriptor of `path` when it is a regular file of this
+    user (never blocks on a FIFO, never follows a symlink); else OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+        os.close(fd)
+        raise PermissionError(errno.EPERM, "not a regular file of yours", str(path))
+    return fd
 
 
 def is_journal_line(raw: bytes) -> bool:
@@ -89,7 +137,7 @@ class Journal:
         meta = {"format": FORMAT, "pid": os.getpid(), "store": locate(store).key, **header}
         line = HEADER + json.dumps(meta, separators=(",", ":")).encode() + b"\n"
         problems: list[str] = []
-        for directory in (journal_dir(store), fallback_dir()):
+        for directory in (journal_dir(store), *fallback_dirs()):
             try:
                 journal = cls._open_in(directory, line)
             except OSError as e:
@@ -106,7 +154,7 @@ class Journal:
 
     @classmethod
     def _open_in(cls, directory: Path, header: bytes) -> Journal:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(directory)
         stem = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{time.monotonic_ns() % 10**6}"
         # Locked under a name recovery ignores, then renamed: recovery never
         # sees an unlocked journal of a live host.
@@ -148,24 +196,34 @@ class Journal:
         self._written_lines += 1
 
     def _move(self, pending: bytes, cause: OSError) -> None:
-        """Copies the journal to the fallback directory and goes on there."""
+        """Copies the journal to a fallback directory and goes on there."""
         assert self._fd is not None
         old_fd, old_path = self._fd, self.path
-        fallback = fallback_dir()
-        try:
+        problems: list[str] = []
+        for fallback in fallback_dirs():
             if old_path.parent == fallback:
-                raise cause
-            new = Journal._open_in(fallback, self._header)
+                continue
+            try:
+                new = Journal._open_in(fallback, self._header)
+            except OSError as e:
+                problems.append(f"{fallback}: {e.strerror or e}")
+                continue
             assert new._fd is not None
-            with open(old_path, "rb") as f:
-                f.seek(len(self._header))
-                _write_all(new._fd, f.read(self._written))
-            _write_all(new._fd, pending)
-            os.fsync(new._fd)
-        except OSError as e:
+            try:
+                with open(old_path, "rb") as f:
+                    f.seek(len(self._header))
+                    _write_all(new._fd, f.read(self._written))
+                _write_all(new._fd, pending)
+                os.fsync(new._fd)
+            except OSError as e:
+                problems.append(f"{fallback}: {e.strerror or e}")
+                new.discard()
+                continue
+            break
+        else:
             self.error = (
                 f"the journal stopped at line {self._lines()}: {old_path}: "
-                f"{cause.strerror or cause}; {fallback}: {e.strerror or e}"
+                f"{cause.strerror or cause}; " + ("; ".join(problems) or "no other folder")
             )
             # What is in the old file is whole up to the failed line.
             self._stopped = True
@@ -216,9 +274,10 @@ class Journal:
 
 
 def read_header(path: Path) -> dict[str, Any]:
-    """The header of a journal (or {} for a stream without one)."""
-    with path.open("rb") as f:
-        return parse_header(f.readline().rstrip(b"\n"))
+    """The header of a journal (or {} for a stream without one); OSError
+    when `path` is no regular file of this user."""
+    with os.fdopen(_open_own(path), "rb") as f:
+        return parse_header(f.readline(1 << 20).rstrip(b"\n"))
 
 
 def parse_header(first: bytes) -> dict[str, Any]:
@@ -233,7 +292,7 @@ def parse_header(first: bytes) -> dict[str, Any]:
 
 
 def was_saving(path: Path) -> bool:
-    with path.open("rb") as f:
+    with os.fdopen(_open_own(path), "rb") as f:
         return any(line.rstrip(b"\n") == SAVING for line in f)
 
 
@@ -243,7 +302,7 @@ def claimed(path: Path) -> Iterator[bool]:
     and it is still the file at `path` (another recoverer may have taken and
     removed it meanwhile)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = _open_own(path)
     except OSError:
         yield False
         return
@@ -262,10 +321,70 @@ def claimed(path: Path) -> Iterator[bool]:
         os.close(fd)
 
 
-def candidates(store: Path | StoreLocation) -> list[Path]:
-    """Journals that may belong to this store, oldest first."""
+def candidates(
+    store: Path | StoreLocation, warn: Callable[[str], None] | None = None
+) -> list[Path]:
+    """Journals that may belong to this store, oldest first: regular files
+    of this user in its private journal folders, not marked done. What else
+    is there is ignored, with a warning through `warn`."""
     found: list[Path] = []
-    for directory in (journal_dir(store), fallback_dir()):
+    done = _done_keys()
+    me = os.geteuid()
+    for directory in (journal_dir(store), *fallback_dirs()):
+        if not os.path.isdir(directory):
+            continue
+        try:
+            private_dir(directory, create=False)
+        except OSError as e:
+            if warn is not None:
+                warn(f"{directory}: {e.strerror or e}; its journals are ignored")
+            continue
         with contextlib.suppress(OSError):
-            found += sorted(directory.glob(f"*{SUFFIX}"))
+            for path in sorted(directory.glob(f"*{SUFFIX}")):
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    continue
+                if not stat.S_ISREG(st.st_mode) or st.st_uid != me:
+                    if warn is not None:
+                        warn(f"{path}: not a regular file of yours; ignored")
+                    continue
+                if _key(st) not in done:
+                    found.append(path)
     return found
+
+
+# -- journals stored but not removable ----------------------------------------
+
+
+def done_list() -> Path:
+    """The list of journals that are stored but could not be removed."""
+    return platformdirs.user_state_path("rtbench") / "done-journals"
+
+
+def _key(st: os.stat_result) -> str:
+    # The file as it is: a journal written to after it was listed (its name
+    # reused) is a new one.
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _done_keys() -> set[str]:
+    try:
+        fd = _open_own(done_list())
+    except OSError:
+        return set()
+    with os.fdopen(fd, "rb") as f:
+        return {line.split(b" ", 1)[0].decode("ascii", "replace") for line in f}
+
+
+def mark_done(path: Path) -> None:
+    """Lists a stored journal that cannot be removed: it is not read again."""
+    st = os.lstat(path)
+    listed = done_list()
+    private_dir(listed.parent)
+    fd = os.open(listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        _write_all(fd, f"{_key(st)} {path}\n".encode(errors="surrogateescape"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)

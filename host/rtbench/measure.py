@@ -18,6 +18,7 @@ stopped, what arrived is stored, and the command exits 128 + the signal
 
 from __future__ import annotations
 
+import hashlib
 import signal
 import threading
 import time
@@ -29,15 +30,22 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any, Protocol
 
-from rtbench import probe
+from rtbench import identity, probe
 from rtbench.analysis import stalls
 from rtbench.io.atomic import AtomicSink
 from rtbench.journal import Journal, is_journal_line, parse_header
 from rtbench.model import Run
 from rtbench.session import Interrupted, collect
 from rtbench.session import Progress as RunProgress
-from rtbench.store import Store, StoreBusy, StoreError, StoreLocation, busy_timeout
-from rtbench.stream import Record
+from rtbench.store import (
+    AlreadyStored,
+    Store,
+    StoreBusy,
+    StoreError,
+    StoreLocation,
+    busy_timeout,
+)
+from rtbench.stream import Record, UnsupportedStreamVersion
 from rtbench.transports import ReplayTransport, Transport
 
 Say = Callable[[str], None]
@@ -181,6 +189,7 @@ class Saved:
     run_id: int | None = None
     error: str | None = None  # why the store refused the run
     kept: Path | None = None  # where its stream is, when it was not stored
+    already: bool = False  # the store held this run (its identity): nothing stored
 
 
 def measure(
@@ -200,7 +209,9 @@ def measure(
         machine["target"] = plan.target_meta
     target = plan.target or transport.name
     started = datetime.now(UTC).isoformat(timespec="seconds")
+    run_id = identity.new()
     header = {
+        "run": run_id,
         "started_at": started,
         "target": target,
         "source": plan.source,
@@ -224,7 +235,9 @@ def measure(
         with kernel_trace.recording(
             plan.trace and plan.is_local, plan.trace_cpu, plan.trace_flight
         ) as rec:
-            args = [*kernel_trace.agent_args(rec), *plan.args]
+            # The agent echoes the identity in its hello: a saved stream of
+            # this run is the same run when it is ingested.
+            args = [*kernel_trace.agent_args(rec), f"--run-id={run_id}", *plan.args]
             try:
                 run = collect(
                     transport,
@@ -236,6 +249,13 @@ def measure(
                 )
             except Interrupted as e:
                 run = e.run
+    except UnsupportedStreamVersion:
+        # Nothing this host reads, but a newer one may: the saved stream stays.
+        if sink is not None:
+            sink.commit()
+        if journal is not None:
+            journal.discard()
+        raise
     except BaseException:
         if sink is not None:
             sink.discard()
@@ -246,6 +266,7 @@ def measure(
         sink.commit()
     run.started_at, run.target, run.source = started, target, plan.source
     run.machine, run.labels = machine, dict(plan.labels)
+    run.uuid = run_id
     if rec is None:  # with a trace, the trace split says more (trace/split.py)
         for case in run.cases:
             stalls.explain(case, machine)
@@ -272,26 +293,32 @@ def check_args(transport: Transport, args: list[str]) -> str | None:
 
 def read_stream(path: Path) -> Run:
     """A saved stream, a captured console or a journal as a run; a journal's
-    header gives back the run's labels, target, host probe and start time.
-    The file is read once (it may be a pipe); Ctrl-C raises Interrupted with
-    what was read."""
+    header gives back the run's identity, labels, target, host probe and
+    start time; a stream whose hello carries no identity gets the digest of
+    its records (the same stream is always the same run). The file is read
+    once (it may be a pipe); Ctrl-C raises Interrupted with what was read."""
     first: list[bytes] = []
+    digest = hashlib.sha256()
 
     def skip(raw: bytes) -> bool:
         if not first:
             first.append(raw)
         return is_journal_line(raw)
 
+    def tee(raw: bytes, rec: Record | None) -> None:
+        if rec is not None:  # the record itself, not the console around it
+            digest.update(raw[raw.find(b"@rtb ") :] + b"\n")
+
     try:
-        run = collect(ReplayTransport(path), [], skip=skip)
+        run = collect(ReplayTransport(path), [], skip=skip, tee=tee)
     except Interrupted as e:  # the caller decides whether to keep it
-        _from_header(e.run, path, first)
+        _from_header(e.run, path, first, digest.digest())
         raise
-    _from_header(run, path, first)
+    _from_header(run, path, first, digest.digest())
     return run
 
 
-def _from_header(run: Run, path: Path, first: list[bytes]) -> None:
+def _from_header(run: Run, path: Path, first: list[bytes], digest: bytes) -> None:
     header = parse_header(first[0]) if first else {}
     if header:
         run.started_at = str(header.get("started_at") or run.started_at)
@@ -302,13 +329,23 @@ def _from_header(run: Run, path: Path, first: list[bytes]) -> None:
         run.machine = machine if isinstance(machine, dict) else {}
     else:
         run.source = f"ingest {path.name}"
+    run.uuid = (
+        identity.parse(header.get("run"))
+        or identity.parse(run.hello.get("run"))
+        or identity.of_content(digest)
+    )
 
 
 def store_run(
-    measured: Measured, say: Say = _quiet, store_path: Path | StoreLocation | None = None
+    measured: Measured,
+    say: Say = _quiet,
+    store_path: Path | StoreLocation | None = None,
+    copy: bool = False,
 ) -> Saved:
-    """Stores the run; a busy store is retried with backoff. When the store
-    cannot take it, the journal is kept as a named stream file instead."""
+    """Stores the run; a busy store is retried with backoff. A run the store
+    holds already (its identity) is not stored again (`Saved.already`);
+    `copy` stores it anyway under a new identity. When the store cannot
+    take it, the journal is kept as a named stream file instead."""
     path = store_path or measured.store_path
     journal = measured.journal
     if journal is not None:
@@ -317,7 +354,12 @@ def store_run(
     for attempt in range(SAVE_ATTEMPTS):
         try:
             with Store(path) as store:
-                store.save(measured.run)
+                store.save(measured.run, copy=copy)
+        except AlreadyStored as e:
+            measured.run.id = e.run_id
+            if journal is not None:
+                journal.discard()
+            return Saved(e.run_id, already=True)
         except StoreError as e:
             error = str(e)
             if isinstance(e, StoreBusy) and attempt + 1 < SAVE_ATTEMPTS:

@@ -193,6 +193,9 @@ class Run:
     labels: dict[str, str] = field(default_factory=dict)
     machine: dict[str, Any] = field(default_factory=dict)  # rtbench.probe output
     source: str = ""  # how the stream arrived: "run", "ingest FILE"
+    # The run's identity (rtbench.identity): made when it starts, carried by
+    # its hello, journal, store row and exports; "" until one is known.
+    uuid: str = ""
 
     @property
     def complete(self) -> bool:

@@ -4,21 +4,24 @@ Every command that opens the store calls `recover` first; `rtbench recover`
 does it on request. A journal whose host still runs is locked by it and left
 alone; any other is stored as a run (incomplete unless its `bye` arrived)
 with every case whose `end` arrived, and then removed.
+
+"Already stored" is decided by the run's identity alone (`Run.uuid`, from
+the journal's header): a journal is removed only once the store holds a run
+of its identity. One that cannot be removed is marked done
+(`journal.mark_done`) and not read again.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtbench.journal import candidates, claimed, read_header, was_saving
+from rtbench.journal import candidates, claimed, mark_done, read_header
 from rtbench.measure import read_stream
-from rtbench.model import Run
 from rtbench.model import Warning as RunWarning
-from rtbench.store import Store, StoreError
+from rtbench.store import AlreadyStored, Store, StoreError
 from rtbench.stream import StreamError
 from rtbench.stream.assemble import END_LOST, ENDED_INSIDE
 
@@ -34,13 +37,17 @@ def recover(store: Store, say: Callable[[str], None]) -> list[Recovered]:
     """Stores every abandoned journal of `store`; says what it did."""
     done: list[Recovered] = []
     mine = store.location.key
-    for path in candidates(store.location):
+    found: list[tuple[Path, dict[str, object]]] = []
+    for path in candidates(store.location, say):
         try:
             header = read_header(path)
-        except OSError:
+        except OSError as e:
+            say(f"{path}: ignored ({e.strerror or e})")
             continue
         if header.get("store", mine) != mine:
             continue  # another store's run, in the shared fallback directory
+        found.append((path, header))
+    for path, header in _longest_first(found):
         with claimed(path) as ours:
             if not ours:
                 continue  # its host is still measuring
@@ -48,6 +55,25 @@ def recover(store: Store, say: Callable[[str], None]) -> list[Recovered]:
         done.append(result)
         say(result.message)
     return done
+
+
+def _longest_first(
+    found: list[tuple[Path, dict[str, object]]],
+) -> list[tuple[Path, dict[str, object]]]:
+    """Journals in their order, but two of one run (a host killed while it
+    moved its journal to the fallback folder) longest first: the shorter is
+    then a part of a stored run, and only then removed."""
+    first: dict[str, int] = {}
+    for i, (path, header) in enumerate(found):
+        first.setdefault(str(header.get("run") or path), i)
+
+    def size(path: Path) -> int:
+        try:
+            return path.stat().st_size
+        except OSError:
+            return 0
+
+    return sorted(found, key=lambda f: (first[str(f[1].get("run") or f[0])], -size(f[0])))
 
 
 def _recover_one(store: Store, path: Path, header: dict[str, object]) -> Recovered:
@@ -58,19 +84,19 @@ def _recover_one(store: Store, path: Path, header: dict[str, object]) -> Recover
     except (OSError, StreamError) as e:
         return Recovered(path, None, f"found {what} in {path} but cannot read it: {e}")
     if not run.hello and not run.cases:
-        _remove(path)
-        return Recovered(path, None, f"found {what}: nothing was measured; removed it")
+        return Recovered(path, None, f"found {what}: nothing was measured; {_finish(path)}")
     try:
-        if was_saving(path) and _already_stored(store, run):
-            _remove(path)
-            return Recovered(path, None, f"found {what}: it was already stored; removed it")
-        run.warnings.append(
-            RunWarning(
-                "recovered",
-                f"stored from the journal after its host (pid {pid}) ended without storing it",
+        stored = store.stored_as(run.uuid)
+        if stored is None:
+            run.warnings.append(
+                RunWarning(
+                    "recovered",
+                    f"stored from the journal after its host (pid {pid}) ended without storing it",
+                )
             )
-        )
-        store.save(run)
+            store.save(run)
+    except AlreadyStored as e:
+        stored = e.run_id
     except (StoreError, OverflowError, ValueError, TypeError) as e:
         return Recovered(
             path,
@@ -78,28 +104,36 @@ def _recover_one(store: Store, path: Path, header: dict[str, object]) -> Recover
             f"found {what} in {path} but cannot store it ({e}); it stays there: "
             f"`rtbench recover` tries again, or `rtbench ingest {path}`",
         )
-    _remove(path)
-    finished = sum(1 for c in run.cases if c.reason not in (ENDED_INSIDE, END_LOST))
+    if stored is not None:
+        return Recovered(
+            path, None, f"found {what}: it is already stored as run {stored}; {_finish(path)}"
+        )
+    gone = _finish(path)
+    finished = sum(1 for c in run.cases if c.reason not in (END_LOST, ENDED_INSIDE))
     state = "complete" if run.complete else "incomplete"
     return Recovered(
         path,
         run.id,
         f"recovered {what}: stored as run {run.id} ({state}, {len(run.cases)} cases, "
-        f"{finished} of them finished)",
+        f"{finished} of them finished); {gone}",
     )
 
 
-def _already_stored(store: Store, run: Run) -> bool:
-    """A run the dead host committed before it could remove its journal."""
-    return any(
-        s.started_at == run.started_at
-        and s.target == run.target
-        and s.cases == len(run.cases)
-        and s.labels == run.labels
-        for s in store.list_runs()
-    )
-
-
-def _remove(path: Path) -> None:
-    with contextlib.suppress(OSError):
+def _finish(path: Path) -> str:
+    """Removes a journal that is done with; one that cannot be removed is
+    marked done. Says which."""
+    try:
         os.unlink(path)
+    except FileNotFoundError:
+        return "removed it"
+    except OSError as e:
+        why = e.strerror or str(e)
+        try:
+            mark_done(path)
+        except OSError as e2:
+            return (
+                f"it cannot be removed ({why}) nor marked done ({e2.strerror or e2}): "
+                "it is found again, and not stored again"
+            )
+        return f"it cannot be removed ({why}): marked done, it is not read again"
+    return "removed it"

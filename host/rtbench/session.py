@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import BinaryIO
 
 from rtbench.model import Run, StreamIssue
-from rtbench.stream import Record, StreamParser, assemble
+from rtbench.stream import Record, StreamParser, UnsupportedStreamVersion, assemble
 from rtbench.transports import Transport, TransportError
 
 # Before the first case begins the agent calibrates its clocks (~0.2 s);
@@ -65,6 +65,15 @@ def collect(
         if not started_agent:
             raise  # (the agent never ran; `finally` still cleans up)
         failure = StreamIssue("truncated", str(e))
+    except UnsupportedStreamVersion as e:
+        if not parser.records:
+            raise  # nothing this host can read arrived
+        # A newer format mid-run: nothing after it can be trusted to mean what
+        # this host thinks, so the collection ends; every record before it is
+        # kept (the run is incomplete), and the line is in the saved stream.
+        failure = StreamIssue(
+            "truncated", f"{e}; the collection stopped there, what arrived before is kept"
+        )
     except KeyboardInterrupt:
         interrupted = True
         why = why_stopped() if why_stopped else "interrupted by the user (Ctrl-C)"
@@ -107,7 +116,12 @@ def _read(
             continue
         if raw_sink is not None:
             raw_sink.write(raw + b"\n")
-        rec = parser.feed(raw)
+        try:
+            rec = parser.feed(raw)
+        except UnsupportedStreamVersion:
+            if tee is not None:
+                tee(raw, None)  # kept in the journal and the saved stream
+            raise
         if tee is not None:
             tee(raw, rec)
         if rec is None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import tempfile
 import time
 from pathlib import Path
 
@@ -88,13 +87,14 @@ def test_journal_is_locked_while_its_host_lives(tmp_path: Path) -> None:
 
 
 def test_journal_falls_back_and_keeps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    (tmp_path / "tmp").mkdir()
+    state = tmp_path / "state"  # the fallback: the user's state directory, private
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
     blocked = tmp_path / "file"
     blocked.write_text("")  # the store's directory cannot be made below a file
     said: list[str] = []
     journal = Journal.create(blocked / "runs.sqlite", {}, said.append)
-    assert journal is not None and str(journal.path).startswith(str(tmp_path / "tmp"))
+    assert journal is not None and str(journal.path).startswith(str(state))
+    assert journal.path.parent.stat().st_mode & 0o777 == 0o700
     assert "the journal is in" in said[0]
     journal.write(b"noise")
     kept = journal.keep()

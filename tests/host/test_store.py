@@ -173,7 +173,8 @@ def test_round_trip_of_a_rich_run(store: Store) -> None:
     assert run.id == run_id
     after = plain(run)
     assert plain(store.load(run_id)) == after
-    assert before[1] | {"id": run_id} == after[1]  # save changed nothing but the id
+    # save changed nothing but the id and (a run without one) the identity
+    assert before[1] | {"id": run_id, "uuid": run.uuid} == after[1]
 
 
 def test_round_trip_details(store: Store) -> None:

@@ -12,6 +12,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from rtbench import identity
 from rtbench.ab import column
 from rtbench.analysis import criteria as crit
 from rtbench.analysis.compare import (
@@ -61,7 +62,7 @@ from rtbench.reports.figures import comparison_table, find_series, run_info, sta
 from rtbench.reports.tables import Column, Row, Tabular, print_table
 from rtbench.reports.terminal import render_run
 from rtbench.reports.units import fmt_value
-from rtbench.store import Store, StoreError, kernel_release
+from rtbench.store import AlreadyStored, Store, StoreError, kernel_release
 
 _VERDICT_STYLE = {"passed": "green", "failed": "red", "error": "bold red", "skipped": "yellow"}
 _RUBRIC_OPTION = click.option(
@@ -527,18 +528,35 @@ def export(ctx: click.Context, ref: str, fmt: str, output: Path, samples: bool) 
 
 
 def _store_import(
-    ctx: click.Context, file: Path, labels: tuple[str, ...], reader: Callable[[Path], Run]
+    ctx: click.Context,
+    file: Path,
+    labels: tuple[str, ...],
+    reader: Callable[[Path], Run],
+    force_copy: bool = False,
 ) -> None:
-    """Read a run with `reader` (a ValueError says what is wrong), store it, show it."""
+    """Read a run with `reader` (a ValueError says what is wrong), store it
+    unless the store holds its identity already, show it."""
     label_map = parse_labels(labels)
     try:
         run = reader(file)
+        if not run.uuid:  # written before identities: the file's digest is one
+            run.uuid = identity.of_content(file.read_bytes())
     except ValueError as e:
         fail(f"{file}: {e}")
+    except OSError as e:
+        fail(f"{file}: {e.strerror or e}")
     run.labels = {**run.labels, **label_map}
     with open_store(ctx) as store:
         try:
-            store.save(run)
+            store.save(run, copy=force_copy)
+        except AlreadyStored as e:
+            run.id = e.run_id
+            render_run(run, out)
+            say(
+                f"{file}: this run ({e.identity}) is already stored as run {e.run_id}; "
+                "nothing stored (--force-copy stores a copy with a new identity)"
+            )
+            sys.exit(EXIT[run.outcome])
         except StoreError as e:
             fail(str(e))
     render_run(run, out)
@@ -548,24 +566,37 @@ def _store_import(
 
 _FILE = click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 _LABELS = click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Tag the run.")
+_FORCE_COPY = click.option(
+    "--force-copy",
+    is_flag=True,
+    help="Store it even when the store holds this run already, as a copy with a new identity.",
+)
 
 
 @click.command(name="import-cyclictest")
 @_FILE
 @_LABELS
+@_FORCE_COPY
 @click.pass_context
-def import_cyclictest(ctx: click.Context, file: Path, labels: tuple[str, ...]) -> None:
+def import_cyclictest(
+    ctx: click.Context, file: Path, labels: tuple[str, ...], force_copy: bool
+) -> None:
     """Store rt-tests' `cyclictest --json=FILE` output as a run (a case per thread)."""
-    _store_import(ctx, file, labels, read_cyclictest)
+    _store_import(ctx, file, labels, read_cyclictest, force_copy)
 
 
 @click.command(name="import")
 @_FILE
 @_LABELS
+@_FORCE_COPY
 @click.pass_context
-def import_export(ctx: click.Context, file: Path, labels: tuple[str, ...]) -> None:
-    """Store a run from an `rtbench export --format json` file (e.g. from another store)."""
-    _store_import(ctx, file, labels, read_json)
+def import_export(
+    ctx: click.Context, file: Path, labels: tuple[str, ...], force_copy: bool
+) -> None:
+    """Store a run from an `rtbench export --format json` file (e.g. from another store).
+
+    A run the store holds already (the same identity) is not stored again."""
+    _store_import(ctx, file, labels, read_json, force_copy)
 
 
 def register(main: click.Group) -> None:

@@ -49,15 +49,25 @@ def agent_exe(path: Path | None) -> Path:
 
 
 def finish(
-    measured: Measured, stop: StopSignals | None, store_it: bool, again: str | None = None
+    measured: Measured,
+    stop: StopSignals | None,
+    store_it: bool,
+    again: str | None = None,
+    copy: bool = False,
 ) -> int:
     """Stores the run (when asked), shows it, says what became of it; returns
-    the exit code. `again` is how to retry when the run's source is a file."""
+    the exit code. `again` is how to retry when the run's source is a file;
+    `copy` stores a run the store holds already as a copy (--force-copy)."""
     run = measured.run
-    saved = store_run(measured, say) if store_it else None
+    saved = store_run(measured, say, copy=copy) if store_it else None
     render_run(run, out)
     code = EXIT[run.outcome]
-    if saved is not None and saved.run_id is not None:
+    if saved is not None and saved.already:
+        say(
+            f"this run ({run.uuid}) is already stored as run {saved.run_id} in "
+            f"{measured.store_path}; nothing stored (--force-copy stores a copy)"
+        )
+    elif saved is not None and saved.run_id is not None:
         out.print(
             f"stored as run {saved.run_id} in {measured.store_path}", style="dim", highlight=False
         )
@@ -293,6 +303,11 @@ def _numbered(path: Path | None, k: int | None) -> Path | None:
     is_flag=True,
     help="On Ctrl-C, store what was read so far (an incomplete run); by default nothing is.",
 )
+@click.option(
+    "--force-copy",
+    is_flag=True,
+    help="Store it even when the store holds this run already, as a copy with a new identity.",
+)
 @click.pass_context
 def ingest(
     ctx: click.Context,
@@ -300,9 +315,11 @@ def ingest(
     labels: tuple[str, ...],
     target: str | None,
     keep_partial: bool,
+    force_copy: bool,
 ) -> None:
     """Store a saved stream: a board's captured serial console, a
-    `--save-stream` file, or a run rtbench could not store (its journal)."""
+    `--save-stream` file, or a run rtbench could not store (its journal).
+    A run the store holds already (the same identity) is not stored again."""
     label_map = parse_labels(labels)
     open_store(ctx).close()
     interrupted = False
@@ -324,7 +341,8 @@ def ingest(
         result.target = target or "ingest"
     result.labels = {**result.labels, **label_map}
     measured = Measured(result, store_path=store_path(ctx))
-    code = finish(measured, None, store_it=True, again=f"rtbench ingest {file}")
+    again = f"rtbench ingest {file}"
+    code = finish(measured, None, store_it=True, again=again, copy=force_copy)
     sys.exit(130 if interrupted else code)
 
 

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from rtbench import __version__
+from rtbench import __version__, identity
 from rtbench.analysis.scores import composite_score, is_scored
 from rtbench.analysis.stats import PCT_NAMES, PERCENTILES, Stats, series_stats
 from rtbench.model import (
@@ -89,6 +89,7 @@ def _scores(s: Series, t_std: float | None) -> dict[str, float | None]:
 def run_header(run: Run) -> dict[str, Any]:
     return {
         "id": run.id,
+        "uuid": run.uuid,
         "started_at": run.started_at,
         "target": run.target,
         "source": run.source,
@@ -304,6 +305,18 @@ def _case(d: dict[str, Any]) -> CaseResult:
     )
 
 
+def _identity(r: dict[str, Any]) -> str:
+    """The run's identity; "" in an export written before identities (the
+    importer then takes the file's digest)."""
+    value = r.get("uuid")
+    if value in (None, ""):
+        return ""
+    parsed = identity.parse(value)
+    if parsed is None:
+        raise ExportError(f"damaged export: run.uuid {value!r} is not a UUID")
+    return parsed
+
+
 def run_from_export(doc: dict[str, Any]) -> Run:
     """The Run an export describes (the derived figures are recomputed, not read)."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
@@ -327,7 +340,10 @@ def run_from_export(doc: dict[str, Any]) -> Run:
             labels=dict(r.get("labels", {})),
             machine=_get(r, "machine", schema.any_object, {}),
             source=r.get("source", ""),
+            uuid=_identity(r),
         )
+    except ExportError:
+        raise
     except schema.SchemaError as e:
         raise ExportError(f"damaged export: {e}") from e
     except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as e:

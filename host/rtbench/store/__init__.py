@@ -4,6 +4,7 @@ default) or a PostgreSQL database that many hosts share (docs/store.md)."""
 from rtbench.store.backend import TIMEOUT_ENV_VAR, busy_timeout
 from rtbench.store.codec import (
     SAMPLES_ENCODING,
+    AlreadyStored,
     StoreBusy,
     StoreError,
     decode_samples,
@@ -17,6 +18,7 @@ __all__ = [
     "ENV_VAR",
     "SAMPLES_ENCODING",
     "TIMEOUT_ENV_VAR",
+    "AlreadyStored",
     "RunSummary",
     "Store",
     "StoreBusy",

@@ -24,6 +24,15 @@ class StoreError(Exception):
     """Anything the store cannot do, said so that a user can act on it."""
 
 
+class AlreadyStored(StoreError):
+    """The store holds a run of this identity already: nothing was stored."""
+
+    def __init__(self, run_id: int, identity: str) -> None:
+        super().__init__(f"run {identity} is already stored as run {run_id}")
+        self.run_id = run_id
+        self.identity = identity
+
+
 class StoreBusy(StoreError):
     """The store cannot take the request now (another writer holds the lock,
     the database server is out of reach): trying again later may work."""

@@ -67,7 +67,7 @@ def insert_run(db: Backend, run: Run) -> int:
         check_label(key, value)
     run_id = db.insert_id(
         "INSERT INTO runs (started_at, target, source, outcome, realtime, complete, kernel,"
-        " n_cases, hello, bye, machine) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " n_cases, hello, bye, machine, uuid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         row(
             run.started_at,
             run.target,
@@ -80,6 +80,7 @@ def insert_run(db: Backend, run: Run) -> int:
             to_json(run.hello, "run.hello"),
             None if run.bye is None else to_json(run.bye, "run.bye"),
             to_json(run.machine, "run.machine"),
+            run.uuid or None,
         ),
     )
     labels, log, issues = _Rows(db), _Rows(db), _Rows(db)
@@ -166,6 +167,7 @@ def read_run(db: Backend, row: Row) -> Run:
         labels=labels_by_run(db, run_id).get(run_id, {}),
         machine=from_json(row["machine"]),
         source=text(row["source"]),
+        uuid=text(row["uuid"] or ""),
     )
     run.log = [text(r["line"]) for r in _ordered(db, "SELECT line FROM log", run_id)]
     run.issues = [

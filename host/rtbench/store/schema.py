@@ -240,6 +240,15 @@ V3: tuple[str, ...] = (
 )
 
 
+# Version 4. A run's identity (rtbench.identity), which decides "already
+# stored". Unique, so that two hosts storing one run at once store it once;
+# runs stored before have none (NULL: unique indexes allow many).
+V4: tuple[str, ...] = (
+    "ALTER TABLE runs ADD COLUMN uuid TEXT",
+    "CREATE UNIQUE INDEX runs_by_uuid ON runs(uuid)",
+)
+
+
 def sql(*statements: str) -> Migration:
     """A migration that runs `statements` in order, on every backend."""
 
@@ -266,4 +275,5 @@ MIGRATIONS: list[Migration] = [
     # 1 -> 2: integers from the stream as exact decimal TEXT (uint64)
     per_dialect(sqlite=sql(*V2), postgresql=sql(*V2_POSTGRESQL)),
     sql(*V3),  # 2 -> 3: series kind and attributes (rtbench.kinds)
+    sql(*V4),  # 3 -> 4: the run's identity
 ]

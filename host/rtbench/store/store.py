@@ -17,9 +17,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from rtbench import identity
 from rtbench.model import Run, RunOutcome
 from rtbench.store.backend import Backend, Row, busy_timeout, transaction
-from rtbench.store.codec import StoreError
+from rtbench.store.codec import AlreadyStored, StoreError
 from rtbench.store.location import LocationError, PathArg, StoreLocation, locate
 from rtbench.store.rows import (
     check_label,
@@ -134,15 +135,43 @@ class Store:
 
     # -- runs --
 
-    def save(self, run: Run) -> int:
+    def save(self, run: Run, *, copy: bool = False) -> int:
         """Store `run` as a new run (one transaction); set and return its id.
 
-        A run that already has an id is saved again as a copy with a new id.
+        Idempotent by identity (`Run.uuid`, docs/store.md): a run whose
+        identity the store holds already is not stored again, and
+        `AlreadyStored` says under which id. A run without an identity, or
+        `copy`, gets a new one (and so is always stored).
         """
-        with self._transaction() as db:
-            run_id = insert_run(db, run)
+        if copy or not run.uuid:
+            run.uuid = identity.new()
+        try:
+            with self._transaction() as db:
+                found = self._stored_as(db, run.uuid)
+                if found is not None:
+                    raise AlreadyStored(found, run.uuid)
+                run_id = insert_run(db, run)
+        except AlreadyStored:
+            raise
+        except StoreError:
+            # Another host stored the same run between the check and the
+            # insert: the unique index refused the second copy.
+            found = self.stored_as(run.uuid)
+            if found is not None:
+                raise AlreadyStored(found, run.uuid) from None
+            raise
         run.id = run_id
         return run_id
+
+    def stored_as(self, uuid: str) -> int | None:
+        """The id of the run of identity `uuid`, None when none is stored."""
+        with self._transaction(write=False) as db:
+            return self._stored_as(db, uuid)
+
+    @staticmethod
+    def _stored_as(db: Backend, uuid: str) -> int | None:
+        row = db.row("SELECT id FROM runs WHERE uuid = ?", (db.text(uuid),))
+        return None if row is None else int(row["id"])
 
     def load(self, run_id: int) -> Run:
         with self._transaction(write=False) as db:

@@ -180,6 +180,7 @@ _HELLO = fields(
     agent=opt(text),
     version=opt(text),
     port=opt(text),
+    run=opt(text),
     os=opt(obj(fields(**{k: opt(text) for k in _OS_TEXT.split()}))),
     cpu=opt(obj(fields(model=opt(text), count=opt(U64)))),
     clock=opt(
