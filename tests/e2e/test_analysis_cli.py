@@ -135,7 +135,9 @@ def test_export_and_import_round_trip(two_runs: Path, tmp_path: Path) -> None:
     assert doc["schema"] == "rtbench-export" and doc["schema_version"] == 1
     r = rtbench("export", "1", "--format", "csv", "-o", "-")
     assert r.returncode == 0 and r.stdout.startswith("run_id,") and len(r.stdout.splitlines()) == 5
-    r = rtbench("import", str(out), "--label", "copy=yes")
+    r = rtbench("import", str(out))  # the store holds this run (its identity)
+    assert r.returncode == 0 and "already stored as run 1" in r.stderr, r.stdout + r.stderr
+    r = rtbench("import", str(out), "--label", "copy=yes", "--force-copy")
     assert r.returncode == 0 and "stored as run 3" in r.stdout, r.stdout + r.stderr
     r = rtbench("compare", "1", "3", "--indicator", "mean")
     assert r.returncode == 0 and re.search(r"switch\[n=2\].*│\s+1\.00\s+│\s+- ", r.stdout)
