@@ -139,7 +139,7 @@ def bench_backend(name: str, where: str, run_stream: Path, runs: int, total: int
         for _ in range(runs):
             run.id = None
             t0 = time.perf_counter()
-            store.save(run)
+            store.save(run, copy=True)  # the same stream again: a copy each time
             saves.append(time.perf_counter() - t0)
     fill(where, total)
     with Store(where) as store:
