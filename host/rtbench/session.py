@@ -97,6 +97,10 @@ def collect(
         )
     run.started_at = started
     run.target = transport.name
+    # What a target measured beside the stream (a QEMU guest's kernel timerlat).
+    finish_run = getattr(transport, "finish_run", None)
+    if finish_run is not None:
+        finish_run(run)
     if interrupted:
         raise Interrupted(run)
     return run

@@ -94,3 +94,17 @@ def test_shipped_example_parses() -> None:
     c = load_campaign(example)
     assert {t.spec for t in c.targets} == {"qemu:debian-rt", "qemu:debian-generic"}
     assert set(c.loads) == {"none", "kernel"}
+
+
+def test_kernels_example_names_four_known_kernels() -> None:
+    from rtbench.targets import kernels, resolve
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "kernels.toml"
+    c = load_campaign(example)
+    names = [t.spec.removeprefix("qemu:") for t in c.targets]
+    assert sorted(names) == sorted(
+        ["debian-rt", "debian-generic", "debian-rt-6.12", "debian-generic-6.12"]
+    )
+    assert all(n in kernels.KNOWN for n in names) and c.repetitions >= 2
+    for t in c.targets:
+        resolve(t.spec)  # each spec is a valid QEMU target

@@ -169,6 +169,13 @@ def finish(
     help="Measure K times, one stored run each, labelled repeat=1..K and one repeat_id: "
     "`compare` tests over these runs (docs/analysis.md).",
 )
+@click.option(
+    "--timerlat/--no-timerlat",
+    default=None,
+    help="Also record the kernel's own timerlat (timer IRQ and thread latency) for "
+    "JIT-PER's CPUs and period, right after the cases: on by default in QEMU guests "
+    "whose kernel has it; elsewhere it says why not.",
+)
 @target_option
 @click.option(
     "--exit-zero-if-stored",
@@ -199,6 +206,7 @@ def run(
     duration: str | None,
     break_us: float | None,
     repeat: int,
+    timerlat: bool | None,
     target_spec: str | None,
     exit_zero_if_stored: bool,
 ) -> None:
@@ -249,6 +257,7 @@ def run(
                 say(f"repetition {k} of {repeat}")
             # Before the plan: the target's metadata includes what its set-up learned.
             transport = open_transport(target, exe)
+            _timerlat(transport, timerlat, args)
             how = plan_for(
                 target,
                 args,
@@ -288,6 +297,32 @@ def _numbered(path: Path | None, k: int | None) -> Path | None:
     if path is None or k is None:
         return path
     return path.with_name(f"{path.stem}-{k}{path.suffix}")
+
+
+def _timerlat(transport: object, wanted: bool | None, args: list[str]) -> None:
+    """Turns the guest's timerlat on or off, or says why --timerlat cannot be."""
+    if hasattr(transport, "timerlat"):  # a QEMU guest
+        transport.timerlat = wanted is not False
+        if wanted and not any(a.split(":", 1)[0] == "JIT-PER" for a in args):
+            say("--timerlat: it runs beside JIT-PER, which this run does not have")
+        return
+    if wanted:
+        from rtbench.probe import TRACEFS_PATHS
+
+        have: list[str] | None = None
+        for root in TRACEFS_PATHS:
+            try:
+                have = (Path(root) / "available_tracers").read_text().split()
+                break
+            except OSError:
+                continue
+        if have is None:
+            why = "no tracefs is readable here (mount -t tracefs nodev /sys/kernel/tracing)"
+        elif "timerlat" not in have:
+            why = f"this kernel has no timerlat tracer (its tracers: {' '.join(have)})"
+        else:
+            why = "it runs in QEMU guests only so far"
+        say(f"--timerlat: {why}; the run goes on without it")
 
 
 @click.command()

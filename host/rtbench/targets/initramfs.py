@@ -28,6 +28,7 @@ from pathlib import Path
 import platformdirs
 
 from rtbench.build import STIM_NAME
+from rtbench.targets import timerlat
 
 # Lines on the stream port that come from /init, not from the agent.
 MARKER = "rtbench-guest:"
@@ -64,7 +65,7 @@ else
     /rtbench-agent "$@" >/dev/ttyS1 2>/dev/console
     status=$?
 fi
-echo "{MARKER} exit=$status" >/dev/ttyS1
+{{TIMERLAT}}echo "{MARKER} exit=$status" >/dev/ttyS1
 sync
 poweroff -f || reboot -f
 """
@@ -78,8 +79,10 @@ class InitramfsError(RuntimeError):
 
 
 def init_script(stream: str = STREAM_PORT) -> str:
-    """`/init` with the agent's stream on /dev/`stream`."""
-    return INIT.replace(STREAM_PORT, stream)
+    """`/init` with the agent's stream on /dev/`stream` (and the kernel's
+    timerlat after the agent when the run asks: rtbench.targets.timerlat)."""
+    tracer = timerlat.GUEST_SCRIPT.replace("MARKER", MARKER).replace("/dev/PORT", "/dev/ttyS1")
+    return INIT.replace("{TIMERLAT}", tracer.lstrip("\n")).replace(STREAM_PORT, stream)
 
 
 def is_static(path: Path) -> bool:
@@ -247,9 +250,12 @@ def base_archive(
     return out
 
 
-def run_archive(base: Path, args: list[str] | None, dest: Path) -> Path:
+def run_archive(
+    base: Path, args: list[str] | None, dest: Path, tracer: timerlat.Request | None = None
+) -> Path:
     """`dest`: the base archive followed by this run's arguments (`None`:
-    the accelerator probe, which only boots and powers off)."""
+    the accelerator probe, which only boots and powers off) and the
+    kernel timerlat's settings when `tracer`."""
     for a in args or []:
         if "\n" in a or "\0" in a:
             raise InitramfsError(f"an agent argument holds a newline: {a!r}")
@@ -260,6 +266,8 @@ def run_archive(base: Path, args: list[str] | None, dest: Path) -> Path:
             (root / "rtbench" / "probe").write_text("")
         else:
             (root / "rtbench" / "args").write_text("".join(f"{a}\n" for a in args))
+            if tracer is not None:
+                (root / "rtbench" / "timerlat").write_text(tracer.line())
         extra = Path(tmp) / "extra.cpio"
         _cpio(root, extra)
         with dest.open("wb") as f:

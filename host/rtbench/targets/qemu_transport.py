@@ -23,7 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtbench.targets import initramfs
+from rtbench.model import Run
+from rtbench.targets import initramfs, timerlat
 from rtbench.targets.kernels import Kernel
 from rtbench.transports.base import TransportError
 from rtbench.transports.process import ChildTransport
@@ -134,6 +135,10 @@ class QemuTransport(ChildTransport):
         self._booting = True  # no record yet when the last wait began
         self._workdir: Path | None = None
         self.run_dir = ""  # the guest's files (initrd, console) while it runs
+        # The kernel's timerlat after the cases when the run has JIT-PER
+        # (--timerlat; on unless turned off), and what the guest sent of it.
+        self.timerlat = True
+        self.tracer = timerlat.Result()
 
     @property
     def pid(self) -> int | None:
@@ -154,7 +159,9 @@ class QemuTransport(ChildTransport):
             # The modules go in only where the stream port needs them.
             mods = kernel.modules if guest.stream.startswith("hvc") else ()
             base = initramfs.base_archive(self.agent, kernel.arch, guest.stream, mods)
-            initrd = initramfs.run_archive(base, args, self._workdir / "initrd.cpio")
+            req = timerlat.request(args, self.launch.smp) if self.timerlat else None
+            self.tracer = timerlat.Result(req)
+            initrd = initramfs.run_archive(base, args, self._workdir / "initrd.cpio", req)
         except (initramfs.InitramfsError, OSError) as e:
             self._cleanup()
             raise TransportError(f"cannot build the guest's initramfs: {e}") from e
@@ -179,7 +186,9 @@ class QemuTransport(ChildTransport):
         return line
 
     def _marker(self, body: bytes) -> None:
-        if body.startswith(b"init"):
+        if body.startswith(b"timerlat"):
+            self.tracer.feed(body[len(b"timerlat") :])
+        elif body.startswith(b"init"):
             self.timings["init"] = self._elapsed()
             m = re.search(rb"uptime=([0-9.]+)", body)
             if m:
@@ -224,6 +233,12 @@ class QemuTransport(ChildTransport):
             self.console = console.read_text("utf-8", "replace")
         shutil.rmtree(self._workdir, ignore_errors=True)
         self._workdir = None
+
+    def finish_run(self, run: Run) -> None:
+        """Adds what the guest measured besides the stream (the kernel's
+        timerlat) to `run`."""
+        # TCG: the guest's speed follows the host's load (KVM too is a VM).
+        timerlat.attach(run, self.tracer, emulated=True)
 
     def diagnostics(self) -> str:
         """QEMU's own errors, then what the agent wrote to the console
