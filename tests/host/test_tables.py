@@ -147,6 +147,45 @@ def _series_max(run: Run) -> dict[tuple[str, str], int | None]:
     return {(c.case, s.label): s.max for c in run.cases for s in c.series}
 
 
+EXPORTS = {
+    "analyze.csv": ["analyze", "1", "--format", "csv"],
+    "analyze.json": ["analyze", "1", "--format", "json"],
+    "compare.csv": ["compare", "1", "2", "--format", "csv"],
+    "show.csv": ["show", "1", "--format", "csv"],
+    "export.csv": ["export", "1", "--format", "csv", "-o", "-"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPORTS))
+def test_exports_match_their_golden_files(db: Path, name: str) -> None:
+    """Issue 20: every export, whole. Regenerate with RTBENCH_REGOLD=1 after
+    an intended change, and read the diff: each figure is in the unit its
+    row's `unit` names (ns here, never the terminal's µs)."""
+    text = cli(db, *EXPORTS[name])
+    golden = GOLDEN.parent / f"export_{name}"
+    if os.environ.get("RTBENCH_REGOLD"):
+        golden.write_text(text, encoding="utf-8")
+    assert text == golden.read_text(encoding="utf-8")
+
+
+def test_csv_units_say_what_the_values_are(db: Path) -> None:
+    """A column of figures is in the unit the row's `unit` names: the
+    10-digit worst switch is 2839123456 ns, not 2839123456 "µs"; and the
+    analyze CSV holds every table, each row naming its table."""
+    rows = list(csv.DictReader(io.StringIO(cli(db, "analyze", "1", "--format", "csv"))))
+    assert "shown_unit" not in rows[0]
+    tables = {r["table"] for r in rows}
+    assert {"statistics", "ratings", "worst_case"} <= tables, tables
+    switch = next(r for r in rows if r["table"] == "statistics" and r["series"] == "switch[n=2]")
+    assert (switch["unit"], switch["max"]) == ("ns", "2839123456")
+    for r in rows:
+        if r["table"] == "worst_case":
+            assert r["unit"] == "ns", r  # the estimates are raw too
+    doc = json.loads(cli(db, "analyze", "1", "--format", "json"))
+    assert {r["unit"] for r in doc["statistics"]} == {"ns", "count"}
+    assert all("shown_unit" not in r for r in doc["statistics"])
+
+
 @pytest.mark.parametrize("command,table", [("show", "figures"), ("analyze", "statistics")])
 def test_json_and_csv_carry_the_figures(db: Path, command: str, table: str) -> None:
     expected = _series_max(_run())
@@ -158,6 +197,7 @@ def test_json_and_csv_carry_the_figures(db: Path, command: str, table: str) -> N
     assert units["losses[period_ns=3999629]"] == ("count", "count")
     assert units["switch[n=2]"] == ("ns", "latency")
     csv_rows = list(csv.DictReader(io.StringIO(cli(db, command, "1", "--format", "csv"))))
+    csv_rows = [r for r in csv_rows if r["table"] == table]
     assert {(r["case"], r["series"]): int(r["max"]) for r in csv_rows} == expected
     # the terminal shows the same number, in its display unit
     text = cli(db, command, "1", columns=200)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +27,7 @@ from rtbench.analysis.compare import (
     configurations,
 )
 from rtbench.analysis.determinism import curves
-from rtbench.analysis.evt import DEFAULT_PROBABILITIES, worst_case
+from rtbench.analysis.evt import DEFAULT_PROBABILITIES, MIN_BLOCKS, worst_case
 from rtbench.analysis.rating import (
     Rating,
     Rubric,
@@ -179,6 +180,7 @@ def _curves(run: Run) -> Tabular:
             "points": cv.xs,
             "slope_mean": cv.slope_mean,
             "slope_max": cv.slope_max,
+            "unit": "ns/task",  # the slopes' unit (the raw values are ns)
         }
         for cv in curves(run)
     ]
@@ -192,7 +194,8 @@ def _curves(run: Run) -> Tabular:
         Column("slope_mean", "mean ns/task", 95, show=lambda r: _slope(r, "slope_mean")),
         Column("slope_max", "max ns/task", 99, show=lambda r: _slope(r, "slope_max")),
     ]
-    return Tabular("Determinism: growth per task (least-squares slope)", cols, rows)
+    title = "Determinism: growth per task (least-squares slope)"
+    return Tabular(title, cols, rows, extra=("unit",))
 
 
 def _evt(run: Run) -> Tabular:
@@ -216,8 +219,35 @@ def _evt(run: Run) -> Tabular:
         *(est(f"p={p:g}") for p in DEFAULT_PROBABILITIES),
         Column("verdict", "verdict", 90, numeric=False),
     ]
-    title = "Worst case beyond the samples (EVT estimates in µs, not guarantees)"
-    return Tabular(title, cols, rows)
+    title = "Worst case beyond the samples (EVT estimates, not guarantees)"
+    # Scripts get the estimates raw, in the row's `unit`.
+    return Tabular(title, cols, rows, extra=("unit",))
+
+
+def _no_estimate(verdict: str) -> str | None:
+    """Why a fit could not be made, as one reason for many series (the
+    block counts differ from series to series), or None for an estimate."""
+    if not verdict.startswith("no estimate: "):
+        return None
+    why = verdict.removeprefix("no estimate: ")
+    return f"too few samples (fewer than {MIN_BLOCKS} blocks)" if "block(s) of" in why else why
+
+
+def _print_evt(t: Tabular) -> None:
+    """The estimates made, in a table; the fits that could not be made in
+    one line with their reasons (a full suite has dozens of short series:
+    a row of "no estimate" each said nothing)."""
+    made = [r for r in t.rows if _no_estimate(str(r["verdict"])) is None]
+    if made:
+        print_table(Tabular(t.title, t.columns, made, t.extra), out)
+    why = Counter(
+        w for r in t.rows if (w := _no_estimate(str(r["verdict"]))) is not None
+    )
+    if why:
+        reasons = ", ".join(f"{n} {w}" for w, n in why.most_common())
+        out.print(
+            f"Worst case: no estimate for {sum(why.values())} series: {reasons}", highlight=False
+        )
 
 
 def _references(run: Run) -> Tabular:
@@ -289,7 +319,7 @@ def analyze(
     if found.rows:
         print_table(found, out)
     if not no_evt:
-        print_table(_evt(run), out)
+        _print_evt(_evt(run))
     if references:
         print_table(_references(run), out)
 

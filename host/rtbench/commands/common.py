@@ -80,10 +80,11 @@ def format_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def print_data(fmt: str, doc: dict[str, Any], main: Any) -> None:
-    """`doc` as JSON, or its `main` table (a Tabular) as CSV, on stdout."""
-    from rtbench.reports.tables import to_csv, to_json
+    """`doc` as JSON, or every table of it as one CSV (a `table` column
+    names each row's table, `main` first), on stdout."""
+    from rtbench.reports.tables import tables_to_csv, to_json
 
-    sys.stdout.write(to_json(doc) if fmt == "json" else to_csv(main))
+    sys.stdout.write(to_json(doc) if fmt == "json" else tables_to_csv(doc, main))
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

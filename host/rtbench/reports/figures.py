@@ -120,7 +120,12 @@ def _show_flags(row: Row) -> Text:
 
 
 def _unit_col() -> Column:
-    return Column("shown_unit", "unit", PRIORITY["unit"], numeric=False)
+    """The terminal shows the display unit (µs); scripts get `unit`, the
+    unit their raw figures are in (ns): a column never names another unit
+    than its values'."""
+    return Column(
+        "unit", "unit", PRIORITY["unit"], numeric=False, show=lambda row: row["shown_unit"]
+    )
 
 
 def _max_3sigma(row: Row) -> str:

@@ -7,7 +7,8 @@ are left out, lowest priority first (max and p99 last: the max is the
 figure an RT engineer reads first), and the note under the table says
 which. Only when even the essential columns do not fit are their numbers
 folded onto a second line, never truncated. `to_json` / `to_csv` give the
-same rows to scripts (`--format json|csv`).
+same rows to scripts (`--format json|csv`): raw figures in the unit the
+row's `unit` field names, never the display unit.
 """
 
 from __future__ import annotations
@@ -152,6 +153,36 @@ def _csv_cell(v: Any) -> Any:
     if isinstance(v, dict | list | tuple):
         return json.dumps(v, ensure_ascii=False)  # a point, a list of flags
     return v
+
+
+def _tables(doc: Any, name: str = "") -> list[tuple[str, Tabular]]:
+    """Every Tabular in a document, named by its key path (a.b)."""
+    if isinstance(doc, Tabular):
+        return [(name, doc)]
+    if isinstance(doc, dict):
+        return [
+            t for k, v in doc.items() for t in _tables(v, f"{name}.{k}" if name else str(k))
+        ]
+    return []
+
+
+def tables_to_csv(doc: dict[str, Any], main: Tabular) -> str:
+    """Every table of `doc` in one CSV: column `table` first (the document
+    key of the row's table), then the union of the tables' fields; `main`'s
+    rows first. A field a table does not have is empty."""
+    found = _tables(doc) or [("", main)]
+    found.sort(key=lambda nt: nt[1] is not main)  # stable: main first, then in order
+    keys = ["table"]
+    for _, t in found:
+        keys += [k for k in dict.fromkeys([c.key for c in t.columns] + list(t.extra))]
+    fields = [*dict.fromkeys(keys)]
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n", restval="")
+    w.writeheader()
+    for name, t in found:
+        for row in records(t):
+            w.writerow({"table": name, **{k: _csv_cell(v) for k, v in row.items()}})
+    return buf.getvalue()
 
 
 def to_csv(t: Tabular) -> str:
