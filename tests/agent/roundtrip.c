@@ -76,7 +76,7 @@ int main(void)
     rtb_warn(&ctx, "clamped", "%s", hostile);
 
     /* A string far larger than a record: clipped, still valid JSON/UTF-8. */
-    static char big[40000];
+    static char big[RTB_BODY_CAP * 5 / 2 + 1]; /* whatever the port's body cap */
     for (size_t i = 0; i + 3 < sizeof big; i += 3)
         memcpy(big + i, "\xe2\x9c\x93", 3);
     big[sizeof big - 1] = '\0';
