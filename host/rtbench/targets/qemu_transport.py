@@ -83,7 +83,9 @@ class Launch:
     def guest(self) -> GuestArch:
         return GUESTS[self.kernel.arch]
 
-    def argv(self, initrd: Path, console: Path) -> list[str]:
+    def argv(self, initrd: Path, console: Path, stream: str = "stdio") -> list[str]:
+        """QEMU's command line; `stream`: the chardev of the agent's stream
+        port (stdio: QEMU's stdout; pty: a pseudo-terminal QEMU names)."""
         # kvm: the host's CPU as it is; tcg: what QEMU emulates.
         cpu = "host" if self.accel == "kvm" else self.guest.tcg_cpu
         if self.guest.stream.startswith("hvc"):
@@ -91,12 +93,12 @@ class Launch:
             ports = [
                 "-serial", f"file:{console}",
                 "-device", "virtio-serial-device",
-                "-chardev", "stdio,id=stream",
+                "-chardev", f"{stream},id=stream",
                 "-device", "virtconsole,chardev=stream",
             ]
         else:
             # ttyS0: the kernel console, kept apart; ttyS1: the agent's stream.
-            ports = ["-serial", f"file:{console}", "-serial", "stdio"]
+            ports = ["-serial", f"file:{console}", "-serial", stream]
         return [
             self.qemu,
             "-M", self.machine,
