@@ -12,10 +12,12 @@ from rtbench.analysis.determinism import curves, refusal, slope
 from rtbench.analysis.scores import (
     composite_parts,
     composite_score,
+    fmt_score,
     geometric_mean,
     indicator_scores,
 )
 from rtbench.reference import load_datasets
+from rtbench.reports.figures import figures_table
 
 
 def test_scores_are_figures_over_t_std() -> None:
@@ -25,6 +27,25 @@ def test_scores_are_figures_over_t_std() -> None:
     assert scores["SEM-SHF", "mean"].score == 2.0
     assert scores["SEM-SHF", "max"].score == 3.0
     assert scores["SEM-SHF", "max"].value_ns == 3000
+
+
+def test_a_slow_boards_scores_carry_information() -> None:
+    """Issue 20: on the emulated Cortex-M3 T_std is 24,149 µs and a 9.5 µs
+    latency scores 0.00039: three fixed decimals showed every score as
+    0.000. Shown with four significant digits, scores that differ read
+    differently, and none reads as zero."""
+    run = build_run(
+        [
+            cal_ref(24_149_000),
+            C("SEM-SHF", [S("give_to_run", [9_500] * 10)]),
+            C("THR-SW", [S("switch", [19_000] * 10, {"n": 2})]),
+        ]
+    )
+    table = figures_table(run)
+    [score] = [c for c in table.columns if c.key == "score"]
+    shown = {r["case"]: score.cell(r).plain for r in table.rows if r["score"] is not None}
+    assert shown == {"SEM-SHF": "0.0003934", "THR-SW": "0.0007868"}, shown
+    assert fmt_score(2.0) == "2.000" and fmt_score(1234.5) == "1234" and fmt_score(None) == "-"
 
 
 def test_no_t_std_no_scores() -> None:

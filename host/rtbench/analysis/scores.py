@@ -38,6 +38,23 @@ class Score:
     score: float | None  # None when the run has no T_std
 
 
+# Significant digits a score is shown with: on a slow board T_std is large
+# (24 ms on the emulated Cortex-M3) and scores are small (0.0004), which a
+# fixed three decimals showed as a column of 0.000.
+SCORE_DIGITS = 4
+
+
+def fmt_score(score: float | None) -> str:
+    """A score with SCORE_DIGITS significant digits, never in exponent
+    form and never rounded to 0: 0.0004141, 0.3812, 12.41, 1234."""
+    if score is None or not math.isfinite(score):
+        return "-"
+    if score == 0:
+        return "0"
+    decimals = max(0, SCORE_DIGITS - 1 - math.floor(math.log10(abs(score))))
+    return f"{score:.{decimals}f}"
+
+
 def is_scored(s: Series) -> bool:
     """A latency in ns with values: the only kind a score means something for
     (rtbench.kinds: a count, a timestamp or a slice length is no cost)."""

@@ -37,7 +37,7 @@ from rtbench.analysis.rating import (
     rate_run,
     unrated_because,
 )
-from rtbench.analysis.scores import composite_parts, composite_score
+from rtbench.analysis.scores import composite_parts, composite_score, fmt_score
 from rtbench.analysis.stats import (
     INDICATORS,
     has_all_samples,
@@ -161,8 +161,8 @@ def _scores_lines(run: Run) -> None:
     if run.t_std_ns is None:
         out.print("Scores: no CAL-REF in this run, so no T_std and no scores")
         return
-    parts = ", ".join(f"{p.case} {p.score:.3f}" for p in composite_parts(run) if p.score)
-    shown = f"{comp:.3f}" if comp is not None else "-"
+    parts = ", ".join(f"{p.case} {fmt_score(p.score)}" for p in composite_parts(run) if p.score)
+    shown = fmt_score(comp)
     out.print(f"Composite score {shown} (geometric mean of mean/T_std of: {parts or 'none'})")
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from rtbench.analysis.determinism import Curve, curves
 from rtbench.analysis.evt import EvtResult, worst_case
 from rtbench.analysis.rating import Rating, overall_rating, rate_run
-from rtbench.analysis.scores import Score, composite_score, indicator_scores
+from rtbench.analysis.scores import Score, composite_score, fmt_score, indicator_scores
 from rtbench.analysis.stats import PCT_NAMES, SIGMA3_CASES, Stats, has_all_samples, series_stats
 from rtbench.model import CaseResult, Check, Run, Series, StreamIssue, Warning, point_key
 from rtbench.reference import ReferenceFigure, figures_for
@@ -313,7 +313,7 @@ def reference_rows(figures: list[ReferenceFigure]) -> list[ReferenceRow]:
 
 
 def _score_text(sc: float | None) -> str:
-    return "-" if sc is None else f"{sc:.3f}"
+    return fmt_score(sc)
 
 
 def score_rows(scores: list[Score]) -> list[ScoreRow]:

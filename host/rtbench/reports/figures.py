@@ -11,6 +11,7 @@ from typing import Any
 from rich.text import Text
 
 from rtbench.analysis.compare import Comparison
+from rtbench.analysis.scores import fmt_score
 from rtbench.analysis.stats import PCT_NAMES, SIGMA3_CASES, Stats, series_stats
 from rtbench.analysis.stored import hist_note
 from rtbench.model import Run, Series, point_key
@@ -136,7 +137,7 @@ def _max_3sigma(row: Row) -> str:
 
 
 def _score(row: Row) -> str:
-    return "-" if row.get("score") is None else f"{row['score']:.3f}"
+    return fmt_score(row.get("score"))
 
 
 _EXTRA = (

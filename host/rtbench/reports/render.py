@@ -10,12 +10,18 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from rtbench import __version__
+from rtbench.analysis.scores import fmt_score
 from rtbench.model import Run, point_key
 from rtbench.reports.comparison import comparison_view
 from rtbench.reports.content import SEVERE, STAT_COLUMNS, fmt, run_view, stars
 
 # Jinja helpers shared by both renderers.
-FILTERS: dict[str, Callable[..., str]] = {"fmt": fmt, "stars": stars, "pointkey": point_key}
+FILTERS: dict[str, Callable[..., str]] = {
+    "fmt": fmt,
+    "stars": stars,
+    "pointkey": point_key,
+    "score": fmt_score,
+}
 
 
 def render(
