@@ -43,6 +43,8 @@ extern const rtb_case rtb_case_jit_per;
 extern const rtb_case rtb_case_rsp_io;
 extern const rtb_case rtb_case_noise_os;
 extern const rtb_case rtb_case_jit_dl;
+extern const rtb_case rtb_case_mem_heap;
+extern const rtb_case rtb_case_mem_pool;
 
 const rtb_case *const rtb_cases[] = {
     &rtb_case_cal_timer,
@@ -83,6 +85,8 @@ const rtb_case *const rtb_cases[] = {
     &rtb_case_rsp_io,
     &rtb_case_noise_os,
     &rtb_case_jit_dl,
+    &rtb_case_mem_heap,
+    &rtb_case_mem_pool,
 };
 const int rtb_ncases = (int)(sizeof rtb_cases / sizeof rtb_cases[0]);
 

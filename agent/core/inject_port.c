@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "rtb.h"
+#include "rtb/alloc.h"
 
 #ifdef RTB_TEST_HOOKS
 
@@ -312,6 +313,32 @@ WRAPPED(int, rtb_mutex_unlock, (rtb_mutex * m))
 }
 
 /* ---- queues and events: slow ------------------------------------------ */
+
+/* ---- allocators (rtb/alloc.h): MEM-HEAP's and MEM-POOL's known answer ---- */
+
+WRAPPED(int, rtb_heap_alloc, (size_t size, void **out))
+{
+    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
+    return __real_rtb_heap_alloc(size, out);
+}
+
+WRAPPED(int, rtb_heap_free, (void *p))
+{
+    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
+    return __real_rtb_heap_free(p);
+}
+
+WRAPPED(int, rtb_pool_get, (rtb_pool * pool, void **out))
+{
+    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
+    return __real_rtb_pool_get(pool, out);
+}
+
+WRAPPED(int, rtb_pool_put, (rtb_pool * pool, void *p))
+{
+    RTB_INJECT_DELAY(RTB_INJ_OP_DELAY);
+    return __real_rtb_pool_put(pool, p);
+}
 
 WRAPPED(int, rtb_queue_send, (rtb_queue * q, const void *msg, size_t len, rtb_time deadline))
 {

@@ -29,6 +29,7 @@ FAMILIES: dict[str, str] = {
     "CLK": "system clock",
     "JIT": "periodic release jitter",
     "NOISE": "OS and hardware noise",
+    "MEM": "memory allocation",
     "RSP": "external stimulus response",
 }
 
@@ -67,6 +68,8 @@ CATALOGUE: dict[str, str] = {
     "JIT-DL": "Deadline task releases, misses and overruns",
     "RSP-IO": "Input edge to output edge",
     "NOISE-OS": "OS noise seen by a busy-polling thread (oslat)",
+    "MEM-HEAP": "Heap allocate and free, alone and contended",
+    "MEM-POOL": "Fixed-block pool get and put, and an exhausted pool",
 }
 
 

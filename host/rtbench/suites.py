@@ -56,6 +56,8 @@ CASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "CLK-RES": ({"count": "200"}, {"count": "2000"}),
     "JIT-PER": ({"period_us": "1000", "cycles": "2000"}, {"period_us": "10000", "cycles": "5000"}),
     "JIT-DL": ({"cycles": "500"}, {"cycles": "10000"}),
+    "MEM-HEAP": ({"iterations": "1000"}, {"iterations": "10000"}),
+    "MEM-POOL": ({"iterations": "1000"}, {"iterations": "10000"}),
     "NOISE-OS": ({"duration_ms": "300"}, {"duration_ms": "60000"}),
     # @RSP-suites
     "RSP-IO": (
