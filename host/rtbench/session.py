@@ -8,6 +8,7 @@ and what went wrong is one of its issues.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from datetime import UTC, datetime
 from typing import BinaryIO
 
 from rtbench.model import Run, StreamIssue
-from rtbench.stream import Record, StreamParser, UnsupportedStreamVersion, assemble
+from rtbench.stream import Record, StreamParser, UnsupportedStreamVersion, assemble, limits
 from rtbench.transports import Transport, TransportError
 
 # Before the first case begins the agent calibrates its clocks (~0.2 s);
@@ -85,6 +86,13 @@ def collect(
         # The agent refused its arguments before measuring anything.
         raise TransportError(transport.diagnostics() or "the agent refused its arguments")
     run = assemble(parser.records, parser.issues, parser.log)
+    cut = _cut_lines(transport)
+    if cut:
+        run.issues.append(
+            StreamIssue(
+                "damaged", f"{cut} pieces of lines longer than {limits.MAX_LINE} bytes were cut"
+            )
+        )
     if failure:
         run.issues.append(failure)
     if status not in (None, 0, 1, 3) and not interrupted and failure is None:
@@ -115,6 +123,8 @@ def _read(
     tee: Callable[[bytes, Record | None], None] | None,
     skip: Callable[[bytes], bool] | None,
 ) -> None:
+    live = getattr(transport, "live", True)
+    budget = _Budget(live)
     for raw in transport.lines():
         if skip is not None and skip(raw):
             continue
@@ -128,6 +138,7 @@ def _read(
             raise
         if tee is not None:
             tee(raw, rec)
+        budget.spend(raw, rec, progress.records == 0)
         if rec is None:
             continue
         progress.records += 1
@@ -140,6 +151,44 @@ def _read(
             progress.cases_done += 1
         if on_record:
             on_record(rec, progress)
+
+
+def _cut_lines(transport: Transport) -> int:
+    cut = getattr(transport, "cut_lines", None)
+    return cut[0] if isinstance(cut, list) and cut else 0
+
+
+class _Budget:
+    """What a stream may write that is not a record (rtbench.stream.limits):
+    a live stream that exceeds it is stopped with the reason."""
+
+    def __init__(self, live: bool) -> None:
+        self.live = live
+        self.lines = 0  # all lines before the hello
+        self.noise_lines = 0
+        self.noise_bytes = 0
+        self.first: float | None = None
+
+    def spend(self, raw: bytes, rec: Record | None, before_hello: bool) -> None:
+        if before_hello and rec is None:
+            self.lines += 1
+            now = time.monotonic()
+            self.first = self.first if self.first is not None else now
+            late = self.live and now - self.first > limits.HELLO_S
+            if self.lines > limits.HELLO_LINES or late:
+                raise TransportError(
+                    f"no `hello` record within {limits.HELLO_LINES:,} lines and "
+                    f"{limits.HELLO_S:.0f} s (got {self.lines:,} lines of other text): "
+                    "not an rtbench agent's stream"
+                )
+        elif rec is None and self.live:
+            self.noise_lines += 1
+            self.noise_bytes += len(raw)
+            if self.noise_lines > limits.NOISE_LINES or self.noise_bytes > limits.NOISE_BYTES:
+                raise TransportError(
+                    f"the agent wrote {self.noise_lines:,} lines ({self.noise_bytes:,} bytes) "
+                    "that are not records, over the limit: stopped it"
+                )
 
 
 class Interrupted(Exception):

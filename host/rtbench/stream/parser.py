@@ -43,6 +43,7 @@ from typing import Any, Literal
 from rtbench import STREAM_FORMAT
 from rtbench.model import StreamIssue
 from rtbench.stream.codec import crc32
+from rtbench.stream.limits import LOG_KEPT, LOG_LINE
 from rtbench.stream.schema import check_record
 
 IssueKind = Literal["damaged", "gap", "duplicate", "truncated", "order", "version"]
@@ -172,6 +173,8 @@ class StreamParser:
         self.records: list[Record] = []
         self.issues: list[StreamIssue] = []
         self.log: list[str] = []
+        self.noise = 0  # lines of text between records (the log keeps the first)
+        self.damaged = 0  # damaged record lines (issues list the first)
         self.line = 0  # number of lines fed so far
         self._first_line: dict[int, int] = {}  # seq -> line of its first copy
         self._next_seq = 0
@@ -190,14 +193,19 @@ class StreamParser:
             raw = raw[:-1]
         at = raw.find(PREFIX)
         if at < 0:
-            self.log.append(raw.decode("utf-8", "replace"))
+            # Counted; a bounded sample kept (rtbench.stream.limits).
+            self.noise += 1
+            if len(self.log) < LOG_KEPT:
+                self.log.append(raw[:LOG_LINE].decode("utf-8", "replace"))
             return None
         try:
             version, seq, kind, body = _split_record(raw[at + len(PREFIX) :])
             self._check_version(version)
             record = Record(seq, kind, _json_object(body), self.line, version)
         except _Damaged as e:
-            self._issue("damaged", str(e))
+            self.damaged += 1
+            if self.damaged <= LOG_KEPT:
+                self._issue("damaged", str(e))
             return None
         return self._accept(record)
 
@@ -242,6 +250,13 @@ class StreamParser:
         """Report a truncated stream and return everything read."""
         if not self._finished:
             self._finished = True
+            if self.noise > len(self.log):
+                self.log.append(
+                    f"(rtbench: {self.noise:,} lines of text in all; "
+                    f"the first {len(self.log):,} are kept)"
+                )
+            if self.damaged > LOG_KEPT:
+                self._issue("damaged", f"{self.damaged:,} damaged lines in all (the first listed)")
             self._report_gaps()
             if self._reordered:
                 self.records.sort(key=lambda r: r.seq)  # nearly sorted: linear

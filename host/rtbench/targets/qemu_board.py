@@ -241,7 +241,7 @@ class BoardTransport(ChildTransport):
         return use
 
     def diagnostics(self) -> str:
-        parts = [line for line in self._stderr[-10:] if line.strip()]
+        parts = [line for line in list(self._stderr)[-10:] if line.strip()]
         parts += [n for n in self.notes if not n.startswith(("stack ", "ram "))]
         return "\n".join(parts)
 

@@ -245,7 +245,7 @@ class QemuTransport(ChildTransport):
     def diagnostics(self) -> str:
         """QEMU's own errors, then what the agent wrote to the console
         (its stderr), else the console's last lines (a boot that failed)."""
-        parts = [line for line in self._stderr[-10:] if line.strip()]
+        parts = [line for line in list(self._stderr)[-10:] if line.strip()]
         console = self.console.splitlines()
         started = [i for i, line in enumerate(console) if "starting the agent" in line]
         tail = console[started[-1] + 1 :] if started else console[-15:]

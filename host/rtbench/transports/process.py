@@ -15,9 +15,14 @@ from __future__ import annotations
 import queue
 import subprocess
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 
+from rtbench.stream.limits import STDERR_LINES, bounded_lines
 from rtbench.transports.base import TransportError
+
+# Lines read ahead of the parser: up to MAX_LINE bytes each, so few.
+QUEUED_LINES = 1000
 
 
 class ChildTransport:
@@ -29,14 +34,17 @@ class ChildTransport:
     def __init__(self) -> None:
         self.idle_timeout = None
         self.proc: subprocess.Popen[bytes] | None = None
-        self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=10000)
-        self._stderr: list[str] = []
+        self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUED_LINES)
+        # Its last lines only: a child flooding stderr costs no memory.
+        self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
         self._readers: list[threading.Thread] = []
+        self.cut_lines = [0]  # pieces of over-long lines (rtbench.stream.limits)
 
     def _reset_streams(self) -> None:
         """Forgets a previous child's output (a transport started again)."""
-        self._queue = queue.Queue(maxsize=10000)
-        self._stderr = []
+        self._queue = queue.Queue(maxsize=QUEUED_LINES)
+        self._stderr = deque(maxlen=STDERR_LINES)
+        self.cut_lines = [0]
 
     def _spawn(
         self,
@@ -72,16 +80,16 @@ class ChildTransport:
 
     def _pump(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            line = self._line(raw.rstrip(b"\n"))
+        for raw in bounded_lines(self.proc.stdout, self.cut_lines):
+            line = self._line(raw)
             if line is not None:
                 self._queue.put(line)
         self._queue.put(None)  # the end of the stream (an empty line is a line)
 
     def _drain_stderr(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
-        for raw in self.proc.stderr:
-            self._stderr.append(raw.decode("utf-8", "replace").rstrip("\n"))
+        for raw in bounded_lines(self.proc.stderr, [0]):
+            self._stderr.append(raw.decode("utf-8", "replace"))
 
     def _timeout(self) -> float | None:
         """How long the next line may take (asked before each line)."""
@@ -112,4 +120,4 @@ class ChildTransport:
         return status
 
     def diagnostics(self) -> str:
-        return "\n".join(self._stderr[-20:])
+        return "\n".join(list(self._stderr)[-20:])

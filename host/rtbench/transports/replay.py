@@ -3,6 +3,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from rtbench.stream.limits import bounded_lines
+
 
 class ReplayTransport:
     """Replays a recorded stream: a board's captured serial console, or a
@@ -10,17 +12,18 @@ class ReplayTransport:
 
     name = "replay"
     idle_timeout: float | None = None
+    live = False  # a file: read to its end, whatever text it holds
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.cut_lines = [0]
 
     def start(self, args: list[str]) -> None:
         del args
 
     def lines(self) -> Iterator[bytes]:
         with self.path.open("rb") as f:
-            for raw in f:
-                yield raw.rstrip(b"\n")
+            yield from bounded_lines(f, self.cut_lines)
 
     def stop(self) -> int | None:
         return None

@@ -24,11 +24,13 @@ from __future__ import annotations
 import re
 import shlex
 import time
+from collections import deque
 from collections.abc import Iterator
 
 import serial
 
 from rtbench.stream import crc32
+from rtbench.stream.limits import STDERR_LINES
 from rtbench.transports.base import TransportError
 
 PREFIX = b"@rtb "
@@ -95,7 +97,7 @@ class SerialTransport:
         self.idle_timeout: float | None = None
         self.status: int | None = None
         self._ser: serial.Serial | None = None
-        self._noise: list[str] = []
+        self._noise: deque[str] = deque(maxlen=STDERR_LINES)  # its last lines only
         self._ended = False
 
     def open(self) -> serial.Serial:
@@ -209,4 +211,4 @@ class SerialTransport:
         return self.status
 
     def diagnostics(self) -> str:
-        return "\n".join(line for line in self._noise[-20:] if line.strip())
+        return "\n".join(line for line in list(self._noise)[-20:] if line.strip())
