@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from rtbench.stream.limits import MAX_LINE
 from rtbench.stream.writer import StreamWriter, default_hello
 
 # The host's peak resident memory, whatever the agent writes: python with
@@ -122,7 +123,7 @@ def test_a_hostile_agent_ends_within_bounds(
         assert code == 2, output[-2000:]
         assert message in output, output[-2000:]
     if mode == "endless":
-        assert "lines longer than 65536 bytes were cut" in output
+        assert f"lines longer than {MAX_LINE} bytes were cut" in output
 
 
 def test_ingest_of_a_stream_and_much_text_is_bounded(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from rtbench.stream.limits import STDERR_LINES, bounded_lines
 from rtbench.transports.base import TransportError
 
 # Lines read ahead of the parser: up to MAX_LINE bytes each, so few.
-QUEUED_LINES = 1000
+QUEUED_LINES = 128
 
 
 class ChildTransport:
