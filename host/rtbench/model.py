@@ -249,6 +249,13 @@ class Run:
             return "error"
         if all(c.outcome in ("unsupported", "skipped") for c in self.cases):
             return "skipped"
+        if worst == "passed":
+            # A deadline missed is a failed timing check (rtbench.verdict):
+            # never "passed" with late releases or lost events.
+            from rtbench.verdict import deadline_misses
+
+            if deadline_misses(self):
+                return "failed"
         return worst
 
     def case(self, case_id: str) -> CaseResult | None:

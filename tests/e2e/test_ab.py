@@ -69,7 +69,8 @@ def test_known_answer_a_blocker_in_b_makes_b_worse_and_significant(
     r = rtbench("ab", "--b", "set:JIT-PER.blocker_us=500", "--b", "set:JIT-PER.blocker_count=64",
                 "--rounds", "3", *SHORT, "--set", "JIT-PER.cycles=100",
                 "--json", str(out))  # fmt: skip
-    assert r.returncode == 0, r.stdout + r.stderr
+    # 1: a release held past the next one is a missed deadline (a finding).
+    assert r.returncode in (0, 1), r.stdout + r.stderr
     with Store(db) as store:
         runs = [store.load(i) for i in (1, 2, 3, 4)]
     assert [x.labels["ab"] for x in runs] == ["A", "B", "A", "B"]  # interleaved

@@ -113,14 +113,24 @@ def reports(
         capture_output=True, timeout=120, check=False,
     )  # fmt: skip
     (d / "spike.rtb").write_bytes(spike.stdout)
+    # JIT-PER's self-test blocker holds three releases for 3 ms on a 1 ms
+    # period: every behaviour check holds, the deadlines do not.
+    late = subprocess.run(
+        [str(agent), "JIT-PER:period_us=1000:cycles=300:blocker_us=3000:blocker_count=3"
+         ":load_threads=0"],
+        capture_output=True, timeout=120, check=False,
+    )  # fmt: skip
+    (d / "late.rtb").write_bytes(late.stdout)
     paths = {
         "run": d / "run.html",
         "compare": d / "compare.html",
         "markdown": d / "run.md",
         "spike": d / "spike.html",
+        "late": d / "late.html",
     }
     rtbench("report", "1", "-o", str(paths["run"]))
     rtbench("report", str(d / "spike.rtb"), "-o", str(paths["spike"]))
+    rtbench("report", str(d / "late.rtb"), "-o", str(paths["late"]))
     rtbench("report", "1", "2", "-o", str(paths["compare"]))
     rtbench("report", "1", "-o", str(paths["markdown"]))
     yield paths
@@ -138,6 +148,8 @@ window.addEventListener('load', () => {
   first.summary = summary && box(summary);
   const findings = document.querySelector('ul.findings');
   first.findings = findings && box(findings);
+  const parts = document.getElementById('verdict-parts');
+  first.parts = parts && box(parts);
   first.charts = [...document.querySelectorAll('#summary svg.chart')].map(box);
   for (const d of document.querySelectorAll('details')) d.open = true;
   const clipped = [];
@@ -191,6 +203,22 @@ def test_first_screen_holds_the_summary(
         assert chart["right"] - chart["left"] > 300  # and readable, not thumbnails
     assert g["clipped"] == [], g["clipped"]
     assert g["charts"] >= 4
+
+
+@pytest.mark.realtime  # the blocker must preempt the periodic task
+def test_first_screen_says_behaviour_held_and_timing_did_not(
+    reports: dict[str, Path], profile: Path, tmp_path: Path
+) -> None:
+    """Releases held past the next planned one (JIT-PER's blocker, 3 ms on a
+    1 ms period): the first screen says behaviour passed, timing failed."""
+    page = load(reports["late"], profile)
+    parts = re.search(r'id="verdict-parts">(.*?)</span></span></span>', page.dom, re.S)
+    assert parts, page.dom[:3000]
+    assert re.search(r'behaviour <span class="badge passed">passed', parts.group(1))
+    assert re.search(r'timing <span class="badge failed">failed', parts.group(1))
+    assert "came after the next planned release" in page.dom
+    g = geometry(reports["late"], profile, tmp_path)
+    assert g["first"]["parts"] and g["first"]["parts"]["bottom"] < g["height"]
 
 
 def test_clipped_label_control(profile: Path, tmp_path: Path) -> None:

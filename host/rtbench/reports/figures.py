@@ -18,6 +18,7 @@ from rtbench.model import Run, Series, point_key
 from rtbench.reports.tables import Column, Row, Tabular
 from rtbench.reports.units import fmt_value, kind, shown
 from rtbench.store import RunSummary
+from rtbench.verdict import verdict
 
 # Priority of each figure when a narrow terminal must leave columns out:
 # max first, then p99 (both essential), n, mean, min, the other percentiles.
@@ -313,6 +314,10 @@ def run_info(run: Run) -> Row:
         "target": run.target,
         "labels": dict(run.labels),
         "outcome": run.outcome,
+        # The verdict in two parts (rtbench.verdict).
+        "behaviour": (v := verdict(run)).behaviour.outcome,
+        "timing": v.timing.outcome,
+        "timing_reasons": list(v.timing.reasons),
         "complete": run.complete,
         "realtime": run.realtime,
         "emulated": run.emulated,

@@ -23,6 +23,7 @@ from rtbench.analysis.stats import SIGMA3_CASES, Stats, has_all_samples, series_
 from rtbench.model import Run, Series
 from rtbench.reports import plots
 from rtbench.reports.units import fmt_value, is_latency
+from rtbench.verdict import Verdict, verdict
 
 SEVERE = frozenset({"not_realtime", "overrun", "buffer_full", "lost_wakeups", "incomplete"})
 MAX_LINES = 10  # series in the summary chart: more lines than this are unreadable
@@ -66,6 +67,8 @@ class Summary:
     histogram: str | None = None  # inline SVG
     exceedance: str | None = None
     counts: dict[str, int] = field(default_factory=dict)  # case outcome -> count
+    # The verdict in two parts: what held of the behaviour, what of timing.
+    verdict: Verdict | None = None
 
 
 def _stats(s: Series) -> Stats:
@@ -194,7 +197,9 @@ def summarize(run: Run, draw: bool = True) -> Summary:
         findings.append(Finding("warn", f"{what} skipped or unsupported here (not passes)"))
 
     lines, left_out = _chart_lines(latencies)
-    summary = Summary(run.outcome, findings, lines, left_out, spike, counts=counts)
+    summary = Summary(
+        run.outcome, findings, lines, left_out, spike, counts=counts, verdict=verdict(run)
+    )
     if draw and lines:
         summary.histogram = plots.summary_histogram_svg(lines)
         summary.exceedance = plots.exceedance_svg(lines)

@@ -11,6 +11,7 @@ from rtbench.model import Run
 from rtbench.reports.figures import figures_table
 from rtbench.reports.tables import print_table
 from rtbench.reports.units import fmt_value
+from rtbench.verdict import verdict
 
 _OUTCOME_STYLE = {
     "passed": "green",
@@ -110,6 +111,13 @@ def render_run(run: Run, console: Console) -> None:
     style = _OUTCOME_STYLE.get(run.outcome, "")
     complete = "" if run.complete else " (stream incomplete)"
     console.print(Text(f"Result: {run.outcome}{complete}", style=f"bold {style}"))
+    v = verdict(run)
+    for name, part in (("Behaviour", v.behaviour), ("Timing", v.timing)):
+        line = Text(f"  {name}: ")
+        line.append(part.outcome, style=f"bold {_OUTCOME_STYLE.get(part.outcome, '')}")
+        if part.reasons:
+            line.append(f" ({'; '.join(part.reasons)})")
+        console.print(line)
     note = _not_judged(run)
     if note:
         console.print(Text(f"  {note}", style="yellow"))
