@@ -222,3 +222,40 @@ def test_runs_json_and_csv(db: Path) -> None:
     assert [r["id"] for r in runs] == [2, 1] and runs[0]["cases"] == 3
     rows = list(csv.DictReader(io.StringIO(cli(db, "runs", "--format", "csv"))))
     assert [r["id"] for r in rows] == ["2", "1"]
+
+
+def test_a_mean_one_sample_dominates_is_flagged(db: Path) -> None:
+    """Issue 20: THR-CTX switch[n=0] showed mean 5.745 above p99 4.168 (one
+    51.7 ms sample) with no word. Here switch[n=2] is 999 samples near 0.9 µs
+    and one of 2.8 s: flagged `mean>p99`; calibration (even) is not."""
+    doc = json.loads(cli(db, "show", "1", "--format", "json"))
+    flags = {r["series"]: r["flags"] for r in doc["figures"]}
+    assert "mean>p99" in flags["switch[n=2]"] and "mean>p99" in flags["switch[n=1000]"]
+    assert "mean>p99" not in flags["t_std"]
+    assert "mean>p99" in cli(db, "show", "1", columns=200)
+
+
+def test_a_long_length_of_time_reads_in_ms() -> None:
+    """Issue 20: THR-B-RR's slice printed 98644.997 µs for 98.6 ms. A
+    duration of 10 ms or more shows in ms; a latency stays in µs, and the
+    raw figure for scripts stays ns."""
+    w = StreamWriter()
+    w.hello(default_hello(["THR-B-RR"]))
+    w.begin("THR-B-RR", "Round robin")
+    w.summary("THR-B-RR", "slice", n=3, min=98_000_000, max=98_644_997, sum=295_000_000,
+              kind="duration")  # fmt: skip
+    w.summary("THR-B-RR", "latency_like", n=1, min=98_644_997, max=98_644_997, sum=98_644_997)
+    w.end("THR-B-RR", "passed", duration_ns=1_000_000)
+    w.bye()
+    parsed = parse_lines(w.lines)
+    run = assemble(parsed.records, parsed.issues, parsed.log)
+    table = figures_table(run)
+    rows = {r["series"]: r for r in table.rows}
+    [mx] = [c for c in table.columns if c.key == "max"]
+    [unit] = [c for c in table.columns if c.key == "unit"]
+    assert (unit.cell(rows["slice"]).plain, mx.cell(rows["slice"]).plain) == ("ms", "98.645")
+    assert (unit.cell(rows["latency_like"]).plain, mx.cell(rows["latency_like"]).plain) == (
+        "µs",
+        "98644.997",
+    )
+    assert rows["slice"]["unit"] == "ns" and rows["slice"]["max"] == 98_644_997

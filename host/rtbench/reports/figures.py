@@ -12,11 +12,11 @@ from rich.text import Text
 
 from rtbench.analysis.compare import Comparison
 from rtbench.analysis.scores import fmt_score
-from rtbench.analysis.stats import PCT_NAMES, SIGMA3_CASES, Stats, series_stats
+from rtbench.analysis.stats import PCT_NAMES, PCT_OF, SIGMA3_CASES, Stats, series_stats
 from rtbench.analysis.stored import hist_note
 from rtbench.model import Run, Series, point_key
 from rtbench.reports.tables import Column, Row, Tabular
-from rtbench.reports.units import fmt_value, kind, shown
+from rtbench.reports.units import fmt_in, fmt_value, kind, shown, table_unit
 from rtbench.store import RunSummary
 from rtbench.verdict import verdict
 
@@ -49,7 +49,8 @@ def _figure(key: str, bounded_key: str | None = None) -> Column:
         mark = "≤" if bounded_key and key in row.get(bounded_key, ()) else ""
         approx = "~" if key == "stddev" and row.get("stddev_approx") else ""
         value = row.get(key)
-        return approx + mark + ("-" if value is None else fmt_value(value, row["unit"]))
+        shown_in = row.get("shown_unit", "")
+        return approx + mark + ("-" if value is None else fmt_in(value, row["unit"], shown_in))
 
     return Column(key, key, PRIORITY.get(key, 50), show=show, bold=key == "max")
 
@@ -63,7 +64,7 @@ def _series_row(run: Run, case: str, s: Series, st: Stats) -> Row:
         "point": dict(s.point),
         "kind": kind(s),
         "unit": s.unit,
-        "shown_unit": sh.unit,
+        "shown_unit": table_unit(s),  # the terminal's; scripts get `unit`
         "n": s.n,
         "min": s.min,
         "mean": st.mean,  # None where the kind has no mean (a count, a timestamp)
@@ -101,6 +102,17 @@ def series_flags(run: Run, s: Series, st: Stats) -> list[tuple[str, str]]:
     note = hist_note(s)
     if note:
         flags.append((note, note))
+    p99 = st.pct.get(PCT_OF["p99"])
+    if st.mean is not None and p99 is not None and st.mean > p99 and s.max is not None:
+        # THR-CTX switch[n=0]: mean 5.745 above p99 4.168 from one 51.7 ms
+        # sample: the mean says nothing of the other samples.
+        flags.append(
+            (
+                "mean>p99",
+                f"the mean is above p99: a few samples (the max, {fmt_value(s.max, s.unit)} "
+                f"{shown(s).unit}) dominate it; the median (p50) is the typical figure",
+            )
+        )
     return flags
 
 
@@ -134,7 +146,8 @@ def _max_3sigma(row: Row) -> str:
     if row.get("max_3sigma") is None:
         return "-"
     approx = "≈" if row.get("filtered_approx") else ""  # from the histogram
-    return f"{approx}{fmt_value(row['max_3sigma'], row['unit'])} (-{row['filtered_out']})"
+    value = fmt_in(row["max_3sigma"], row["unit"], row.get("shown_unit", ""))
+    return f"{approx}{value} (-{row['filtered_out']})"
 
 
 def _score(row: Row) -> str:

@@ -54,3 +54,26 @@ def fmt_value(value: float | None, unit: str = "ns") -> str:
     if unit == "count" and float(value).is_integer():
         return f"{int(value)}"
     return f"{value:.6g}"
+
+
+# A length of time (a slice, a period, a timestamp) this long or longer
+# reads in ms: a 98.6 ms round-robin slice was 98644.997 µs. Latencies stay
+# in µs, the unit every latency table and criterion is written in.
+MS_FROM_NS = 10_000_000
+_LONG_KINDS = ("duration", "period", "timestamp")
+
+
+def table_unit(s: Series) -> str:
+    """The display unit of a series' row in a table: its shown unit, or ms
+    for a long length of time in ns."""
+    sh = shown(s)
+    if s.unit == "ns" and s.kind in _LONG_KINDS and (s.max or 0) >= MS_FROM_NS:
+        return "ms"
+    return sh.unit
+
+
+def fmt_in(value: float | None, unit: str, table_unit: str) -> str:
+    """fmt_value, in ms when the row's table unit says so."""
+    if table_unit == "ms" and unit == "ns" and value is not None and value == value:
+        return f"{value / 1e6:.3f}"
+    return fmt_value(value, unit)
