@@ -86,7 +86,7 @@ def bench(tmp: Path, samples: int, repeat: int) -> dict[str, Any]:
         saves = []
         for _ in range(repeat):
             run.id = None
-            saves.append(cpu(lambda: store.save(run), 1))
+            saves.append(cpu(lambda: store.save(run, copy=True), 1))  # a new identity each
         run_id = store.list_runs()[-1].id
         load = cpu(lambda: store.load(run_id), repeat)
     save = min(saves)
