@@ -50,7 +50,7 @@ def encode_samples(samples: Int64Array) -> tuple[int, bytes]:
     # double the memory a save of a long run takes.
     planes = np.ascontiguousarray(values).view(np.uint8).reshape(-1, 8)
     z = zlib.compressobj(ZLIB_LEVEL)
-    parts = [z.compress(np.ascontiguousarray(planes[:, k])) for k in range(8)]
+    parts = [z.compress(planes[:, k].tobytes()) for k in range(8)]
     parts.append(z.flush())
     return values.size, b"".join(parts)
 
