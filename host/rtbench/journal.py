@@ -78,8 +78,15 @@ def private_dir(directory: Path, create: bool = True) -> Path:
         raise PermissionError(
             errno.EPERM, f"owned by uid {st.st_uid}, not by you: not used", str(directory)
         )
-    if stat.S_IMODE(st.st_mode) & 0o077:
-        os.chmod(directory, 0o700)
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        try:
+            os.chmod(directory, mode & 0o700)  # the owner's own bits stay (read-only)
+        except OSError as e:
+            if mode & 0o022:  # others could plant, rename or remove journals there
+                raise PermissionError(
+                    errno.EPERM, f"others may write in it, and it cannot be made private: {e}"
+                ) from e
     return directory
 
 

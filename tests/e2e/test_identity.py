@@ -335,3 +335,11 @@ def test_a_stream_without_identity_gets_its_digest(agent: Path, tmp_path: Path) 
     with_id = agent_stream(agent, "--run-id=66666666-6666-4666-8666-666666666666")
     b.write_bytes(b"\n".join(with_id) + b"\n")
     assert read_stream(b).uuid == "66666666-6666-4666-8666-666666666666"
+
+
+@pytest.mark.parametrize("bad", ["", 'a"b', "a b", "x" * 65, "é"])
+def test_the_agent_refuses_an_identity_it_could_not_echo_as_it_is(agent: Path, bad: str) -> None:
+    r = subprocess.run(
+        [str(agent), f"--run-id={bad}", "CAL-REF"], capture_output=True, check=False, timeout=60
+    )
+    assert r.returncode == 2 and r.stdout == b"" and b"--run-id must be" in r.stderr
