@@ -47,7 +47,7 @@ CSV_COLUMNS = (
     "run_id", "started_at", "target", "realtime", "case", "series", "point", "unit",
     "n", "min", "mean", "stddev", *PCT_NAMES.values(), "max", "max_3sigma",
     "filtered_out", "stats_source", "percentiles_bounded", "score_mean", "score_max",
-    "dropped", "holes", "kind",
+    "dropped", "holes", "kind", "run_uuid",
 )  # fmt: skip  (new columns go at the end: scripts read columns by place)
 
 
@@ -206,6 +206,7 @@ def csv_rows(run: Run) -> Iterator[dict[str, Any]]:
                 "dropped": s.dropped,
                 "holes": s.holes,
                 "filtered_out": st.filtered_out,
+                "run_uuid": run.uuid,
             }
             for name in ("n", "min", "mean", "stddev", *PCT_NAMES.values(), "max", "max_3sigma"):
                 row[name] = st.value(name)
