@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUITE ?= quick
 
-.PHONY: all setup agent agent-test run test lint pytest bench catalogue clean
+.PHONY: all setup shell packages agent agent-test run test check lint pytest bench catalogue clean
 
 all: agent
 
@@ -23,6 +23,11 @@ $(STAMP): pyproject.toml setup.py
 	@touch $@
 
 setup: $(STAMP)
+
+# A shell with the venv's `rtbench` (and python, pytest) first on PATH.
+shell: setup
+	@echo "shell: rtbench from $(VENV)/bin on PATH; leave with exit"
+	@VIRTUAL_ENV="$(CURDIR)/$(VENV)" PATH="$(CURDIR)/$(BIN):$$PATH" $${SHELL:-/bin/sh} -i
 
 agent: setup
 	@printf 'agent: '; $(BIN)/rtbench build
@@ -46,7 +51,13 @@ pytest: setup agent agent-test
 	@$(BIN)/pytest -q -p no:cacheprovider; rc=$$?; \
 	  [ $$rc -ne 5 ] || echo "tests: FAILED: pytest collected no tests" >&2; exit $$rc
 
-test: lint pytest
+# The system packages the tests need (scripts/system-packages.txt): as root
+# with apt-get they are installed; otherwise the missing ones are named with
+# the command that installs them, and their tests skip (fail in CI).
+packages:
+	@scripts/system-packages
+
+test: packages lint pytest
 
 # Every bench in its smoke mode (small sizes): that each still runs. The
 # suite runs the same (tests/e2e/test_bench_smoke.py); full runs: bench/README.md.

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pgserver
 import pytest
+import tools
 from stores import StoreAt
 
 from rtbench.build import ensure_agent
@@ -146,11 +147,21 @@ def realtime_refused() -> str:
     return (proc.stderr.strip().splitlines() or ["SCHED_FIFO refused"])[-1]
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    tools.check(item)  # before the fixtures: a missing tool skips (CI: fails) first
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "realtime: needs SCHED_FIFO (CAP_SYS_NICE or RLIMIT_RTPRIO); skipped with the reason "
         "where it is refused",
+    )
+    config.addinivalue_line(
+        "markers",
+        "tools(*packages): needs these system packages (scripts/system-packages.txt); skipped "
+        "naming them and the command that installs them, failed in CI (tests/tools.py)",
     )
 
 

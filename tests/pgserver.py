@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import tools
 from helpers import free_port
 
 REQUIRE_ENV = "RTBENCH_REQUIRE_POSTGRES"
@@ -64,7 +65,7 @@ def missing() -> str:
 
 
 def required() -> bool:
-    return os.environ.get(REQUIRE_ENV, "") not in ("", "0")
+    return os.environ.get(REQUIRE_ENV, "") not in ("", "0") or tools.required()
 
 
 def _server_user() -> pwd.struct_passwd | None:

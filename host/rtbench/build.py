@@ -32,8 +32,8 @@ import os
 import platform
 import shutil
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -56,8 +56,21 @@ _CONFIG = ".rtbench-config"
 _EXTRA_SOURCES = ("tests/agent/roundtrip.c", "bench/stamp_cost.c")
 
 
+# Told what a build is about to do, around it (the CLI shows a spinner or a
+# line: a first build takes tens of seconds); called only when one runs.
+Announce = Callable[[str], AbstractContextManager[object]]
+
+
+def _quiet(doing: str) -> AbstractContextManager[object]:
+    return nullcontext()
+
+
 class BuildError(RuntimeError):
     pass
+
+
+class KernelUnavailable(BuildError):
+    """An RTOS kernel neither mirrored locally nor fetchable from upstream."""
 
 
 @dataclass(frozen=True)
@@ -245,7 +258,10 @@ def _check_tools(arch: str | None) -> None:
 
 
 def ensure_agent(
-    flavor: Flavor = "release", arch: str | None = None, static: bool | None = None
+    flavor: Flavor = "release",
+    arch: str | None = None,
+    static: bool | None = None,
+    announce: Announce = _quiet,
 ) -> Path:
     """Builds the agent if its sources or settings changed; returns the executable.
 
@@ -264,7 +280,8 @@ def ensure_agent(
         return exe  # current: no compiler or CMake needed
     _check_tools(arch)
     try:
-        _build(src, out, args, config, digest)
+        with announce(f"building the agent ({flavor}) in {out}"):
+            _build(src, out, args, config, digest)
     except OSError as e:
         raise BuildError(f"cannot build in {out}: {e}; set {ENV_BUILD} to a writable folder") from e
     return exe
@@ -319,7 +336,9 @@ def firmware_dir(port: str, board: str, flavor: Flavor = "release") -> Path:
     return _build_root(agent_source()) / f"{port}-{board}-{flavor}"
 
 
-def ensure_firmware(port: str, board: str, flavor: Flavor = "release") -> Path:
+def ensure_firmware(
+    port: str, board: str, flavor: Flavor = "release", announce: Announce = _quiet
+) -> Path:
     """Builds the firmware of `port` for `board` when its sources, its
     kernel's or its settings changed; returns the ELF file (what QEMU's
     -kernel or a flasher takes)."""
@@ -355,8 +374,12 @@ def ensure_firmware(port: str, board: str, flavor: Flavor = "release") -> Path:
             f"'{b.compiler}' not found: the {port} firmware for {board} needs it "
             f"(Debian: apt-get install {b.packages})"
         )
+    doing = f"building the {port} firmware for {board} ({flavor}) in {out}"
+    if fetched:
+        doing += ", fetching " + ", ".join(f"{s.url} {s.tag}" for s in fetched)
     try:
-        _build(src, out, args, config, digest)
+        with announce(doing):
+            _build(src, out, args, config, digest)
     except OSError as e:
         raise BuildError(f"cannot build in {out}: {e}; set {ENV_BUILD} to a writable folder") from e
     except BuildError as e:
@@ -364,9 +387,11 @@ def ensure_firmware(port: str, board: str, flavor: Flavor = "release") -> Path:
         if missing:
             names = ", ".join(f"{s.url} {s.tag}" for s in missing)
             envs = ", ".join(s.env for s in missing)
-            raise BuildError(
-                f"{names} could not be fetched from upstream; without internet set "
-                f"{envs} to a copy of that tag.\n{e}"
+            mirrors = ", ".join(f"shared/vendor/{s.mirror}" for s in missing)
+            raise KernelUnavailable(
+                f"{names} could not be fetched from upstream and no mirror was found: set "
+                f"{envs} to a copy of that tag, or put it at {mirrors} beside the checkout."
+                f"\n{e}"
             ) from None
         raise
     return exe

@@ -21,6 +21,7 @@ from rich.text import Text
 from rtbench import __version__, catalogue, doctor, errors, ports, probe
 from rtbench.build import ARCHES, BuildError, Flavor, agent_source, ensure_agent, ensure_firmware
 from rtbench.commands.common import (
+    busy,
     configure_output,
     fail,
     format_option,
@@ -136,9 +137,9 @@ def build(flavor: str, arch: str | None, static: bool | None, port: str, board: 
             boards = sorted(manifest.boards)
             if board is None and len(boards) != 1:
                 fail(f"--port {port}: give --board ({', '.join(boards) or 'none known'})")
-            exe = ensure_firmware(port, board or boards[0], kind)
+            exe = ensure_firmware(port, board or boards[0], kind, announce=busy)
         else:
-            exe = ensure_agent(kind, arch, static)
+            exe = ensure_agent(kind, arch, static, announce=busy)
     except BuildError as e:
         fail(str(e))
     out.print(str(exe), highlight=False, soft_wrap=True)  # one line, for $(rtbench build)

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import tools
 
 from rtbench.build import ARCHES, agent_digest, agent_source, build_dir, ensure_agent
 from rtbench.catalogue import parse_list, posix_cases
@@ -24,7 +25,10 @@ def _qemu(arch: str) -> str:
     emulators = ARCHES[arch].qemu_user
     found = next((q for q in emulators if shutil.which(q)), None)
     if found is None:
-        pytest.skip(f"no user-mode QEMU for {arch} ({' or '.join(emulators)})")
+        tools.unavailable(
+            f"no user-mode QEMU for {arch} ({' or '.join(emulators)}): "
+            + tools.install_hint(["qemu-user-static"])
+        )
     return found
 
 
@@ -33,7 +37,9 @@ def target(request: pytest.FixtureRequest) -> tuple[str, Path]:
     """(arch, its static agent)."""
     arch: str = request.param
     if shutil.which(ARCHES[arch].compiler) is None:
-        pytest.skip(f"no {ARCHES[arch].compiler} (Debian: {ARCHES[arch].packages})")
+        tools.unavailable(
+            f"no {ARCHES[arch].compiler}: {tools.install_hint(ARCHES[arch].packages.split())}"
+        )
     return arch, ensure_agent(arch=arch)
 
 
@@ -103,7 +109,7 @@ def test_an_unchanged_build_is_reused_and_a_source_change_rebuilds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if shutil.which(AARCH64.compiler) is None:
-        pytest.skip(f"no {AARCH64.compiler} (Debian: {AARCH64.packages})")
+        tools.unavailable(f"no {AARCH64.compiler}: {tools.install_hint(AARCH64.packages.split())}")
     # A private copy of the sources and build root: the checkout's stay untouched.
     src = tmp_path / "agent"
     shutil.copytree(agent_source(), src)

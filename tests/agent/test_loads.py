@@ -166,7 +166,7 @@ def test_stress_without_stress_ng_is_a_clear_error(agent: Path, tmp_path: Path) 
     assert "stress-ng is not installed" in p.stderr and p.stdout == ""
 
 
-@pytest.mark.skipif(not STRESS, reason="stress-ng is not installed")
+@pytest.mark.tools("stress-ng")
 def test_stress_options_are_checked_before_measuring(agent: Path, run_agent: Runner) -> None:
     r = run_agent(agent, ["--load", "stress:--no-such-stressor 1", QUIET])
     assert r.code == 2 and "stress-ng refused the options" in r.stderr

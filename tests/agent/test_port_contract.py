@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tools
 
 from rtbench.build import agent_source
 
@@ -43,7 +44,9 @@ STUB_CONFIG = """\
 @pytest.fixture(scope="module")
 def stub(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which(CC) is None:
-        pytest.fail(f"no {CC}: install gcc-arm-none-eabi and libnewlib-arm-none-eabi (.ci/run)")
+        tools.unavailable(
+            f"no {CC}: " + tools.install_hint(["gcc-arm-none-eabi", "libnewlib-arm-none-eabi"])
+        )
     d = tmp_path_factory.mktemp("stub-port")
     (d / "rtb_port_config.h").write_text(STUB_CONFIG)
     return d

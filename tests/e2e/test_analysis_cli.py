@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -195,7 +194,7 @@ def test_import_cyclictest(db: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.realtime  # cyclictest measures under SCHED_FIFO
-@pytest.mark.skipif(shutil.which("cyclictest") is None, reason="rt-tests' cyclictest not here")
+@pytest.mark.tools("rt-tests")
 def test_import_a_real_cyclictest_file(db: Path, tmp_path: Path) -> None:
     out = tmp_path / "real.json"
     run = subprocess.run(

@@ -10,22 +10,18 @@ do not match, so the check can fail.
 
 from __future__ import annotations
 
-import shutil
 from collections import Counter
 from typing import Any
 
 import pytest
+import tools
 
-from rtbench.build import ensure_firmware
 from rtbench.measure import measure, plan_for
 from rtbench.model import Series
 from rtbench.targets import resolve
 from rtbench.targets.qemu_board import BoardTarget
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("qemu-system-arm") is None or shutil.which("arm-none-eabi-gcc") is None,
-    reason="qemu-system-arm and arm-none-eabi-gcc are needed (.ci/run installs them)",
-)
+pytestmark = pytest.mark.tools("qemu-system-arm", "gcc-arm-none-eabi", "libnewlib-arm-none-eabi")
 
 
 def buckets(values: list[int], layout: dict[str, Any]) -> tuple[Counter[int], int, int]:
@@ -59,7 +55,7 @@ def matches(s: Series, layout: dict[str, Any]) -> bool:
 
 
 def test_fewer_buckets_stay_exact_and_declared() -> None:
-    ensure_firmware("freertos", "mps2-an385")
+    tools.firmware("freertos", "mps2-an385")
     target = resolve("qemu:freertos-mps2-an385")
     assert isinstance(target, BoardTarget)
     transport = target.transport()

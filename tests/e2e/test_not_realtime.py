@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -111,15 +112,24 @@ def _python_runs_as_nobody() -> bool:
     return p.returncode == 0
 
 
+@pytest.fixture
+def nobody_home() -> Iterator[Path]:
+    """A folder nobody can enter and write (the store, its journal): not
+    under pytest's temporary folder, which is private to the tests' user."""
+    home = Path(tempfile.mkdtemp(prefix="rtbench-nobody-home-", dir="/tmp"))
+    try:
+        home.chmod(0o777)
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def test_rtbench_run_as_nobody_skips_what_needs_priority(
-    public_agent: Path, tmp_path: Path
+    public_agent: Path, nobody_home: Path
 ) -> None:
     """`rtbench run` as an unprivileged user: exit 0, the banner, and every
     check that needs real-time priority listed as skipped with its reason."""
-    home = tmp_path / "nobody"
-    home.mkdir()
-    home.chmod(0o777)  # the store and its journal are nobody's to write
-    tmp_path.chmod(0o755)
+    home = nobody_home
     env = {**os.environ, "RTBENCH_DB": str(home / "db.sqlite"), "HOME": str(home)}
     agent, preexec = public_agent, drop_privileges
     if not _python_runs_as_nobody():

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+import tools
 
 pytestmark = pytest.mark.e2e
 
@@ -74,7 +75,7 @@ def load(path: Path, profile: Path) -> Page:
 @pytest.fixture(scope="module")
 def profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if CHROMIUM is None:
-        pytest.skip("chromium is not installed (apt-get install chromium): no browser check")
+        tools.unavailable(f"chromium is not installed: {tools.install_hint(['chromium'])}")
     return tmp_path_factory.mktemp("chromium-profile")
 
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 from pathlib import Path
 
 import pytest
+import tools
 from rich.console import Console
 
 from rtbench.analysis.compare import compare_runs
-from rtbench.build import ensure_agent, ensure_firmware
+from rtbench.build import ensure_agent
 from rtbench.commands.analysis import _units
 from rtbench.measure import measure, plan_for
 from rtbench.model import Run
@@ -44,15 +44,12 @@ BEHAVIOUR = {
     "THR-LOCK": {"lock_holds"},  # vTaskSuspendAll: a scheduler lock POSIX has not
 }  # fmt: skip
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("qemu-system-arm") is None or shutil.which("arm-none-eabi-gcc") is None,
-    reason="qemu-system-arm and arm-none-eabi-gcc are needed (.ci/run installs them)",
-)
+pytestmark = pytest.mark.tools("qemu-system-arm", "gcc-arm-none-eabi", "libnewlib-arm-none-eabi")
 
 
 @pytest.fixture(scope="module")
 def firmware() -> Path:
-    return ensure_firmware("freertos", "mps2-an385")
+    return tools.firmware("freertos", "mps2-an385")
 
 
 def _target(spec: str = SPEC) -> BoardTarget:
@@ -235,7 +232,7 @@ CONTROLS = [
 
 @pytest.mark.parametrize(("fault", "case", "fails"), CONTROLS, ids=[c[0] for c in CONTROLS])
 def test_negative_controls_fail_on_freertos(fault: str, case: str, fails: set[str]) -> None:
-    ensure_firmware("freertos", "mps2-an385", "test")
+    tools.firmware("freertos", "mps2-an385", "test")
     run, _ = _measure(["--inject", fault, case], f"{SPEC}?flavor=test")
     assert run.hello["build"]["test_hooks"] is True
     (result,) = run.cases

@@ -45,10 +45,7 @@ WAIT_S = 60.0  # bound on waiting for a condition; never a measured time
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.root("starting sshd and logging in as root"),
-    pytest.mark.skipif(
-        not Path(SSHD).is_file() or shutil.which("ssh") is None,
-        reason="openssh-server and openssh-client are needed",
-    ),
+    pytest.mark.tools("openssh-server", "openssh-client"),
 ]
 
 

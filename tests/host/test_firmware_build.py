@@ -6,12 +6,13 @@ QEMU command line."""
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
 from rtbench import ports
-from rtbench.build import BuildError, agent_source, ensure_firmware
+from rtbench.build import BuildError, KernelUnavailable, agent_source, ensure_firmware
 from rtbench.targets import TargetError, resolve
 from rtbench.targets.qemu_board import BoardTarget, board_specs, cap_samples, semihosting_args
 
@@ -59,6 +60,27 @@ def test_the_env_var_wins_and_is_checked(tmp_path: Path, monkeypatch: pytest.Mon
         freertos_kernel_source(agent)
     (mine / "tasks.c").write_text("")
     assert freertos_kernel_source(agent) == mine
+
+
+@pytest.mark.tools("cmake", "gcc-arm-none-eabi", "libnewlib-arm-none-eabi")
+def test_without_internet_or_mirror_the_error_names_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A checkout with no mirror above it, and git sent to a folder that does
+    # not exist instead of upstream: the fetch fails as it does offline.
+    src = tmp_path / "agent"
+    shutil.copytree(agent_source(), src)
+    monkeypatch.setenv("RTBENCH_AGENT_SRC", str(src))
+    monkeypatch.setenv("RTBENCH_BUILD_DIR", str(tmp_path / "build"))
+    monkeypatch.delenv(ENV_FREERTOS, raising=False)
+    gitconfig = tmp_path / "gitconfig"
+    gitconfig.write_text(f'[url "file://{tmp_path}/offline/"]\n\tinsteadOf = https://\n')
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+    with pytest.raises(KernelUnavailable) as e:
+        ensure_firmware("freertos", "mps2-an385")
+    first = str(e.value).splitlines()[0]
+    assert f"set {ENV_FREERTOS} to a copy of that tag" in first
+    assert "shared/vendor/FreeRTOS-Kernel-V11.3.0" in first
 
 
 def test_an_unknown_board_is_refused() -> None:

@@ -32,6 +32,7 @@ from rtbench.analysis.stats import INDICATORS
 from rtbench.build import BuildError, ensure_agent
 from rtbench.commands.common import (
     EXIT,
+    busy,
     check_output,
     err,
     fail,
@@ -171,7 +172,9 @@ def ab(
     if not target.is_local and any(cfg.preempt for cfg in sides):
         fail(f"preempt= switches this machine's kernel: it cannot switch {target.name}'s")
     try:
-        exe = (agent_path or ensure_agent("release")) if target.is_local else agent_path
+        exe = agent_path
+        if target.is_local and exe is None:
+            exe = ensure_agent("release", announce=busy)
         known = catalogue.agent_cases(exe) if exe else catalogue.posix_cases()
         names = {c.id: c.param_names for c in known.values()}
         plans: dict[str, list[Planned]] = {

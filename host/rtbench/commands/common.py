@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -85,6 +86,19 @@ def print_data(fmt: str, doc: dict[str, Any], main: Any) -> None:
     from rtbench.reports.tables import tables_to_csv, to_json
 
     sys.stdout.write(to_json(doc) if fmt == "json" else tables_to_csv(doc, main))
+
+
+@contextmanager
+def busy(doing: str) -> Iterator[None]:
+    """Says what rtbench is doing while it may take seconds (a build, a
+    fetch, a boot, a report): a spinner on a terminal, else one line on
+    stderr, so that a piped run (CI logs) is never silent either."""
+    if err.is_terminal:
+        with err.status(f"{doing}…"):
+            yield
+    else:
+        err.print(f"rtbench: {doing}…", highlight=False, markup=False, soft_wrap=True)
+        yield
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -6,7 +6,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from rtbench.commands.common import err, fail, out
+from rtbench.commands.common import busy, fail, out
 from rtbench.targets import kernels
 
 
@@ -28,7 +28,7 @@ def fetch(names: tuple[str, ...]) -> None:
     """
     for name in names:
         try:
-            with err.status(f"fetching {name}…"):
+            with busy(f"fetching {name}"):
                 k = kernels.fetch(name)
         except kernels.KernelError as e:
             fail(str(e))

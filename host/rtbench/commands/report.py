@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from rtbench.analysis.stats import INDICATORS
-from rtbench.commands.common import check_output, fail, open_store, out
+from rtbench.commands.common import busy, check_output, fail, open_store, out
 from rtbench.io.atomic import OutputError, write_text
 from rtbench.model import Run
 from rtbench.store import StoreError
@@ -121,16 +121,17 @@ def report(
     runs = [column(g) for g in members]
     # Imported here: matplotlib and the analysis take a second to import,
     # which every other command would pay for.
-    if _format_for(fmt, output) == "markdown":
-        from rtbench.reports.markdown import render_markdown
+    kind = "comparison" if len(runs) > 1 else "report"
+    with busy(f"writing the {kind} to {'stdout' if output == '-' else output}"):
+        if _format_for(fmt, output) == "markdown":
+            from rtbench.reports.markdown import render_markdown
 
-        _write(render_markdown(runs, indicator, members), output)
-    else:
-        from rtbench.reports.html import html_report
+            _write(render_markdown(runs, indicator, members), output)
+        else:
+            from rtbench.reports.html import html_report
 
-        _write(html_report(runs, indicator, members), output)
+            _write(html_report(runs, indicator, members), output)
     if output != "-":
-        kind = "comparison" if len(runs) > 1 else "report"
         out.print(f"wrote the {kind} to {output}", highlight=False)
 
 

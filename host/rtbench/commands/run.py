@@ -17,6 +17,7 @@ from rtbench.ab import load_args
 from rtbench.build import BuildError, ensure_agent
 from rtbench.commands.common import (
     EXIT,
+    busy,
     check_output,
     err,
     fail,
@@ -42,8 +43,7 @@ def agent_exe(path: Path | None) -> Path:
     if path is not None:
         return path
     try:
-        with err.status("building the agent…"):
-            return ensure_agent("release")
+        return ensure_agent("release", announce=busy)
     except BuildError as e:
         fail(str(e))
 

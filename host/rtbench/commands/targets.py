@@ -13,7 +13,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from rtbench.commands.common import err, fail, out
+from rtbench.commands.common import busy, err, fail, out
 from rtbench.targets import (
     Reachability,
     Target,
@@ -69,7 +69,7 @@ def open_transport(target: Target, agent: Path | None) -> Transport:
     try:
         if target.is_local:
             return target.transport(agent)
-        with err.status(f"preparing {target.name}…"):
+        with busy(f"preparing {target.name} (a build, a boot: seconds to minutes)"):
             return target.transport(agent)
     except (TargetError, TransportError) as e:  # a build or a boot that cannot start
         fail(str(e))

@@ -1,0 +1,111 @@
+"""The system packages the tests need: scripts/system-packages names what is
+missing and the one command that installs it (fails when required), and a
+test marked `tools` skips naming its package, or fails where tools are
+required (CI). The missing tools are made missing for real: a PATH without
+them."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tools
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "system-packages"
+NEEDS_QEMU = """
+import pytest
+
+@pytest.mark.tools("qemu-system-x86", "cpio")
+def test_needs_qemu() -> None:
+    pass
+
+def test_needs_nothing() -> None:
+    pass
+"""
+
+
+def bare_path(tmp_path: Path) -> str:
+    """A PATH with only what the script itself runs (bash, id): every
+    command-proved package is missing there."""
+    d = tmp_path / "bin"
+    if d.is_dir():
+        return str(d)
+    d.mkdir()
+    for tool in ("bash", "id"):
+        found = subprocess.run(["which", tool], capture_output=True, text=True, check=True)
+        (d / tool).symlink_to(found.stdout.strip())
+    return str(d)
+
+
+def env(**kw: str) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if k not in ("CI", tools.REQUIRE_ENV)}
+    return {**base, **kw}
+
+
+def script(path: str, **kw: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["/bin/bash", str(SCRIPT), "--check"], capture_output=True, text=True,
+        env=env(PATH=path, **kw), timeout=60, check=False,
+    )  # fmt: skip
+
+
+def test_the_list_parses_and_every_package_has_a_proof() -> None:
+    table = tools.packages()
+    assert "qemu-system-x86" in table and "busybox-static" in table
+    assert all(proofs for proofs in table.values()), table
+
+
+def test_missing_packages_are_named_with_the_command_that_installs_them(tmp_path: Path) -> None:
+    r = script(bare_path(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "qemu-system-x86 (no qemu-system-x86_64)" in r.stdout
+    assert "cmake (no cmake)" in r.stdout
+    # No apt-get on that PATH: the packages are named for another manager.
+    assert "qemu-system-x86" in r.stdout.splitlines()[-1]
+
+
+def test_required_missing_packages_fail(tmp_path: Path) -> None:
+    for required in ({"CI": "true"}, {tools.REQUIRE_ENV: "1"}):
+        r = script(bare_path(tmp_path), **required)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert "FAILED" in r.stderr and "qemu-system-x86 (no qemu-system-x86_64)" in r.stderr
+
+
+def test_the_script_and_the_tests_agree_on_what_is_here() -> None:
+    r = script(os.environ["PATH"])
+    gone = tools.missing(*tools.packages())
+    assert (r.returncode == 0 and "all " in r.stdout) == (not gone), (r.stdout, gone)
+    for line in gone:
+        assert line in r.stdout
+
+
+def _pytest(tmp_path: Path, **kw: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_needs.py").write_text(NEEDS_QEMU)
+    tests = str(ROOT / "tests")
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", "-rsE",
+         "-q", str(tmp_path / "test_needs.py")],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False,
+        env=env(PATH=bare_path(tmp_path), PYTHONPATH=tests, **kw),
+    )  # fmt: skip
+
+
+def test_a_test_whose_tool_is_missing_skips_naming_it(tmp_path: Path) -> None:
+    r = _pytest(tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"\b1 passed, 1 skipped", r.stdout), r.stdout
+    assert "needs qemu-system-x86 (no qemu-system-x86_64), cpio (no cpio)" in r.stdout
+    assert "apt-get install --no-install-recommends qemu-system-x86 cpio" in r.stdout
+
+
+@pytest.mark.parametrize("required", [{"CI": "true"}, {tools.REQUIRE_ENV: "1"}])
+def test_in_ci_a_test_whose_tool_is_missing_fails(tmp_path: Path, required: dict[str, str]) -> None:
+    r = _pytest(tmp_path, **required)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert re.search(r"\b1 passed, .*1 error", r.stdout), r.stdout
+    assert "needs qemu-system-x86 (no qemu-system-x86_64)" in r.stdout

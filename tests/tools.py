@@ -1,0 +1,89 @@
+"""The system tools tests need, by their Debian package
+(scripts/system-packages.txt, the list the install script reads too).
+
+`@pytest.mark.tools("qemu-system-x86", "busybox-static")` on a test or a
+module: where a package's proof is missing the test skips, naming the
+package and the one command that installs it; where tools are required
+(CI=true, or RTBENCH_REQUIRE_TOOLS=1 as .ci/run sets) it fails instead,
+since a test that skips for want of its tool proves nothing. `firmware()`
+does the same for a firmware whose RTOS kernel is neither mirrored nor
+fetchable."""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import shutil
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+from rtbench.build import Flavor, KernelUnavailable, ensure_firmware
+
+LIST = Path(__file__).resolve().parents[1] / "scripts" / "system-packages.txt"
+REQUIRE_ENV = "RTBENCH_REQUIRE_TOOLS"
+
+
+def required() -> bool:
+    """Whether a missing tool fails the tests (CI) rather than skips them."""
+    return os.environ.get("CI") == "true" or os.environ.get(REQUIRE_ENV) == "1"
+
+
+@functools.cache
+def packages() -> dict[str, tuple[str, ...]]:
+    """Each package's proofs: commands on PATH, or absolute paths (globs)."""
+    table: dict[str, tuple[str, ...]] = {}
+    for line in LIST.read_text().splitlines():
+        fields = line.split("#", 1)[0].split()
+        if fields:
+            table[fields[0]] = tuple(fields[1:])
+    return table
+
+
+def _present(proof: str) -> bool:
+    return bool(glob.glob(proof)) if proof.startswith("/") else shutil.which(proof) is not None
+
+
+def missing(*names: str) -> list[str]:
+    """'package (no proof)' for each of `names` that is not installed here."""
+    out = []
+    for name in names:
+        proofs = packages().get(name)
+        if proofs is None:
+            raise KeyError(f"{name!r} is not in {LIST}: add it there with its proof")
+        absent = next((p for p in proofs if not _present(p)), None)
+        if absent is not None:
+            out.append(f"{name} (no {absent})")
+    return out
+
+
+def install_hint(names: list[str]) -> str:
+    sudo = "" if os.geteuid() == 0 else "sudo "
+    return f"{sudo}apt-get install --no-install-recommends {' '.join(names)}"
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skips the test with `reason`, or fails it where tools are required."""
+    if required():
+        pytest.fail(f"{reason} ({REQUIRE_ENV}=1 or CI=true: required here)", pytrace=False)
+    pytest.skip(reason)
+
+
+def check(item: pytest.Item) -> None:
+    """pytest_runtest_setup's part: every `tools` marker of the item."""
+    names = [n for m in item.iter_markers("tools") for n in m.args]
+    gone = missing(*names)
+    if gone:
+        pkgs = [g.split(" ", 1)[0] for g in gone]
+        unavailable(f"needs {', '.join(gone)}: {install_hint(pkgs)}")
+
+
+def firmware(port: str, board: str, flavor: Flavor = "release") -> Path:
+    """The firmware, or a skip (a fail in CI) naming the variable that
+    points at a mirror of its RTOS kernel when it could not be fetched."""
+    try:
+        return ensure_firmware(port, board, flavor)
+    except KernelUnavailable as e:
+        unavailable(str(e).split("\n", 1)[0])
