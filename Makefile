@@ -59,17 +59,29 @@ packages:
 
 test: packages lint pytest
 
+# A fast subset, to know an install works: the host's tests, the agent's
+# stream checked once, and one `rtbench run` through the CLI, stored.
+CHECK_TESTS := tests/host tests/agent/test_golden.py tests/agent/test_catalogue_snapshot.py \
+  tests/e2e/test_cli.py::test_run_stores_and_shows
+check: setup agent
+	@echo "check: a fast subset of the tests (the whole suite: make test)"
+	@$(BIN)/pytest -q -p no:cacheprovider $(CHECK_TESTS)
+
 # Every bench in its smoke mode (small sizes): that each still runs. The
 # suite runs the same (tests/e2e/test_bench_smoke.py); full runs: bench/README.md.
 bench: setup agent
 	@for b in bench/bench_*.py; do echo "bench: $$b --smoke"; \
 	  $(BIN)/python $$b --smoke || exit 1; done
 
-# The POSIX port's case table that `rtbench list` shows without an agent
-# (tests/agent/test_catalogue_snapshot.py says when it is out of date).
+# Each port's case table that `rtbench list` shows without building anything
+# (tests/agent/test_catalogue_snapshot.py and tests/e2e/test_target_freertos.py
+# say when one is out of date): the POSIX agent's --list, and each RTOS
+# port's firmware's, booted once in QEMU.
 catalogue: agent
 	@$$($(BIN)/rtbench build) --list > host/rtbench/data/posix-cases.jsonl
 	@echo "catalogue: host/rtbench/data/posix-cases.jsonl"
+	@$(BIN)/python -c 'from pathlib import Path; from rtbench.targets import qemu_board; \
+	  print(*(f"catalogue: {p}" for p in qemu_board.write_case_tables(Path("host/rtbench/data"))), sep="\n")'
 
 clean:
 	rm -rf build

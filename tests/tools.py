@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import glob
 import os
+import platform
 import shutil
 from pathlib import Path
 from typing import NoReturn
@@ -24,6 +25,12 @@ from rtbench.build import Flavor, KernelUnavailable, ensure_firmware
 
 LIST = Path(__file__).resolve().parents[1] / "scripts" / "system-packages.txt"
 REQUIRE_ENV = "RTBENCH_REQUIRE_TOOLS"
+
+
+def qemu_guest() -> tuple[str, ...]:
+    """What booting a Linux guest of this machine's architecture needs."""
+    x86 = platform.machine().lower() in ("x86_64", "amd64")
+    return ("qemu-system-x86" if x86 else "qemu-system-arm", "busybox-static", "cpio")
 
 
 def required() -> bool:

@@ -2,10 +2,11 @@
 
 The IDs and titles are the spec's; whether a case is implemented on a port
 comes from the agent itself (`rtbench-agent --list`), so this table can
-never claim more than the agent does. The POSIX port's answer is also
-shipped as `data/posix-cases.jsonl` (regenerated with `make catalogue`, and
-a test fails when it differs from the agent's), so `rtbench list` needs no
-built agent.
+never claim more than the agent does. Each port's answer is also shipped
+as `data/<port>-cases.jsonl` (regenerated with `make catalogue`: the POSIX
+agent's `--list`, an RTOS firmware's `--list` under QEMU; a test fails when
+one differs from its agent's), so `rtbench list` shows every port without
+building anything.
 """
 
 from __future__ import annotations
@@ -88,6 +89,11 @@ class AgentCase:
 
 
 POSIX_SNAPSHOT = "posix-cases.jsonl"
+_SNAPSHOT_SUFFIX = "-cases.jsonl"
+
+
+def snapshot_name(port: str) -> str:
+    return f"{port}{_SNAPSHOT_SUFFIX}"
 
 
 def agent_cases(exe: Path) -> dict[str, AgentCase]:
@@ -100,8 +106,32 @@ def agent_cases(exe: Path) -> dict[str, AgentCase]:
 
 def posix_cases() -> dict[str, AgentCase]:
     """What the POSIX port implements, from the shipped `--list` snapshot."""
-    text = resources.files("rtbench").joinpath("data", POSIX_SNAPSHOT).read_text("utf-8")
+    return port_cases("posix")
+
+
+def port_cases(port: str) -> dict[str, AgentCase]:
+    """What `port` implements, from its shipped `--list` snapshot
+    (FileNotFoundError: none is shipped for it)."""
+    text = resources.files("rtbench").joinpath("data", snapshot_name(port)).read_text("utf-8")
     return parse_list(text)
+
+
+def shipped_ports() -> dict[str, dict[str, AgentCase]]:
+    """Every port whose case table is shipped (`data/<port>-cases.jsonl`),
+    with that table: posix first, then by name."""
+    names = [
+        f.name.removesuffix(_SNAPSHOT_SUFFIX)
+        for f in resources.files("rtbench").joinpath("data").iterdir()
+        if f.name.endswith(_SNAPSHOT_SUFFIX)
+    ]
+    return {n: port_cases(n) for n in sorted(names, key=lambda n: (n != "posix", n))}
+
+
+def firmware_list(lines: str) -> str:
+    """The case table out of a firmware's console (`--list` under QEMU):
+    its JSON lines, without the firmware's own notes or carriage returns."""
+    rows = [line.rstrip("\r") for line in lines.splitlines()]
+    return "".join(f"{r}\n" for r in rows if r.startswith("{"))
 
 
 def parse_list(out: str) -> dict[str, AgentCase]:

@@ -153,19 +153,28 @@ def build(flavor: str, arch: str | None, static: bool | None, port: str, board: 
     default=None,
 )
 def list_cases(agent_path: Path | None) -> None:
-    """The catalogue, with each case's status on each port."""
-    # Without --agent, the shipped snapshot: listing needs no build.
-    posix = catalogue.agent_cases(agent_path) if agent_path else catalogue.posix_cases()
+    """The catalogue, with each case's status on each port.
+
+    Each port's column comes from the case table shipped with rtbench (what
+    its agent's --list said): nothing is built. --agent replaces the posix
+    column with what that agent build says."""
+    tables = catalogue.shipped_ports()
+    if agent_path is not None:
+        tables["posix"] = catalogue.agent_cases(agent_path)
     t = Table(header_style="bold")
     t.add_column("ID")
     t.add_column("family")
     t.add_column("what")
-    t.add_column("posix")
+    for name in tables:
+        t.add_column(name)
     style = {"implemented": "green", "unsupported": "yellow", "planned": "dim"}
     for cid, title in catalogue.CATALOGUE.items():
-        st, note = catalogue.status(cid, posix)
+        cells = []
+        for cases in tables.values():
+            st, note = catalogue.status(cid, cases)
+            cells.append(Text.assemble((st, style[st]), f" ({note})" if note else ""))
         fam = catalogue.FAMILIES.get(cid.split("-")[0], "")
-        t.add_row(cid, fam, title, Text.assemble((st, style[st]), f" ({note})" if note else ""))
+        t.add_row(cid, fam, title, *cells)
     out.print(t)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from helpers import rtbench
 
+from rtbench.catalogue import shipped_ports
 from rtbench.stream import parse_file
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
@@ -85,10 +86,17 @@ def test_list_shows_the_catalogue(agent: Path) -> None:
     assert "planned" not in r.stdout  # every catalogue case exists now
     listed = subprocess.run([str(agent), "--list"], capture_output=True, text=True, check=True)
     supported = [line for line in listed.stdout.splitlines() if '"supported":true' in line]
+    # A column per port with a shipped case table (no agent built for it).
+    ports = shipped_ports()
+    assert {"posix", "freertos"} <= set(ports)
+    assert re.search(r"ID .*family .*what .*posix .*freertos", r.stdout), r.stdout
+    others = sum(c.supported for p, t in ports.items() if p != "posix" for c in t.values())
     host_only = 1  # JIT-AB: rtbench ab
-    assert len(re.findall(r"implemented", r.stdout)) == len(supported) + host_only
+    implemented = len(supported) + others + host_only * len(ports)
+    assert len(re.findall(r"implemented", r.stdout)) == implemented
     assert re.search(r"JIT-AB .*implemented \(on the host: rtbench ab\)", r.stdout)
-    assert re.search(r"THR-LOCK .*unsupported \(POSIX", r.stdout)
+    # The scheduler lock: POSIX has none, FreeRTOS has vTaskSuspendAll.
+    assert re.search(r"THR-LOCK .*unsupported \(POSIX.*implemented", r.stdout)
 
 
 def test_ingest_good_and_damaged_streams(db: Path) -> None:

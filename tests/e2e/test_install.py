@@ -116,6 +116,7 @@ def test_list_needs_no_agent(user_env: dict[str, str], tmp_path: Path) -> None:
     p = _check(["rtbench", "list"], env=user_env, cwd=tmp_path / "elsewhere")
     assert "CAL-REF" in p.stdout and "implemented" in p.stdout
     assert "unsupported" in p.stdout  # THR-LOCK, with its reason from the agent's table
+    assert "freertos" in p.stdout  # every port's column, from the shipped tables
     assert not (tmp_path / "cache" / "rtbench").exists(), "list built the agent"
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import tools
 from stores import StoreAt
 
 from rtbench.campaign import LABEL_CAMPAIGN, LABEL_CELL
@@ -25,7 +26,7 @@ from rtbench.targets import kernels
 
 from .lab import Lab, start_lab
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.tools(*tools.qemu_guest())]
 
 CASES = ["-c", "CAL-REF", "--set", "CAL-REF.repeats=10", "-c", "SYS-CALL",
          "--set", "SYS-CALL.iterations=100"]  # fmt: skip

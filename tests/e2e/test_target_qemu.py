@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import tools
 
 from rtbench.model import Run
 from rtbench.session import Interrupted, Progress, collect
@@ -25,6 +26,8 @@ from rtbench.stream import Record
 from rtbench.targets import kernels, resolve
 from rtbench.targets.qemu import QemuTarget, probe_kvm
 from rtbench.targets.qemu_transport import QemuTransport
+
+pytestmark = pytest.mark.tools(*tools.qemu_guest())
 
 CASES = ["CAL-REF:repeats=10", "SYS-CALL:iterations=100"]
 # Long enough that a guest stopped after the first case is stopped inside it.

@@ -47,6 +47,7 @@ from rtbench.build import (
     ensure_firmware,
     kernel_identity,
 )
+from rtbench.catalogue import firmware_list, snapshot_name
 from rtbench.targets import (
     Options,
     Reachability,
@@ -321,12 +322,45 @@ class BoardTarget:
         self._firmware = firmware
         return BoardTransport(self.name, self.spec, self.settings, firmware, qemu)
 
+    def case_table(self, timeout: float = 300.0) -> str:
+        """The firmware's `--list` (one JSON line per case), booted once:
+        what `make catalogue` ships for this port (catalogue.py)."""
+        argv = self.transport().argv(["--list"])
+        try:
+            proc = subprocess.run(
+                argv, capture_output=True, text=True, timeout=timeout, check=False
+            )
+        except subprocess.TimeoutExpired:
+            raise TransportError(f"{self.name}: --list wrote no end in {timeout:.0f} s") from None
+        table = firmware_list(proc.stdout)
+        if proc.returncode != 0 or not table:
+            raise TransportError(f"{self.name}: --list failed: {proc.stdout[-500:]}{proc.stderr}")
+        return table
+
     def check(self, timeout: float = 10.0) -> Reachability:
         del timeout
         b = self.spec.board
         if shutil.which(b.qemu) is None:
             return Reachability(False, f"{b.qemu} not found")
         return Reachability(True, f"{b.qemu} -machine {b.qemu_machine}")
+
+
+def write_case_tables(data: Path) -> list[Path]:
+    """`make catalogue`: each RTOS port's case table, from its first
+    board's firmware booted once, as `data/<port>-cases.jsonl`."""
+    written = []
+    seen: set[str] = set()
+    for spec in board_specs().values():
+        if spec.port.name in seen:
+            continue
+        seen.add(spec.port.name)
+        table = BoardTarget(spec, BoardSettings.from_options({})).case_table()
+        path = data / snapshot_name(spec.port.name)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(table)
+        tmp.replace(path)
+        written.append(path)
+    return written
 
 
 def make_target(name: str, opts: Options, label: str) -> BoardTarget:
