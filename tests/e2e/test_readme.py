@@ -49,7 +49,9 @@ CYCLICTEST = """{"file_version": 1, "cmdline:": "cyclictest -t 1 -h 100 --json=c
   "thread": {"0": {"histogram": {"9": 99, "12": 1}, "cycles": 100, "min": 9, "max": 12,
                    "avg": 9.03, "cpu": 0, "node": 0}}}
 """
-SHORT_RUN = ["run", "-c", "CAL-REF", "--set", "CAL-REF.repeats=10", "--no-samples"]
+SHORT_RUN = ["run", "-c", "CAL-REF", "--set", "CAL-REF.repeats=10", "-c", "JIT-PER",
+             "--set", "JIT-PER.cycles=50", "--set", "JIT-PER.period_us=1000",
+             "--set", "JIT-PER.load_threads=0", "--no-samples"]  # fmt: skip
 
 
 def commands() -> list[list[str]]:
@@ -89,13 +91,16 @@ def parse_only(args: list[str]) -> None:
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory: pytest.TempPathFactory, agent: Path) -> Path:
     """A folder and a store as the README's examples expect them: seven
-    runs (`compare 3 7`), the criteria, a cyclictest file, a console log."""
+    labelled runs (`compare 3 7`, `trend`), the criteria, a cyclictest
+    file, a console log."""
     d = tmp_path_factory.mktemp("readme")
     store = d / "runs.sqlite"
     os.environ["RTBENCH_DB"] = str(store)  # for the seeding; each command gets it too
     try:
         for i in range(7):
-            r = rtbench(*SHORT_RUN, "--label", f"seed={i}")
+            # As a campaign labels them: one board, two kernels (`trend --by kernel`).
+            labels = ["--label", "board=rpi4", "--label", f"kernel={('6.1-rt', '6.6')[i % 2]}"]
+            r = rtbench(*SHORT_RUN, *labels)
             assert r.returncode == 0, r.stdout + r.stderr
         r = rtbench(*SHORT_RUN, "--no-store", "--save-stream", str(d / "console.log"))
         assert r.returncode == 0, r.stdout + r.stderr
