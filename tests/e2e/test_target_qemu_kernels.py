@@ -18,16 +18,18 @@ import pytest
 from rtbench.model import Run
 from rtbench.session import collect
 from rtbench.store import Store
-from rtbench.targets import kernels, resolve
+from rtbench.targets import guest_trace, kernels, resolve
 from rtbench.targets.qemu import QemuTarget
 
 CASES = ["CAL-REF:repeats=10", "SYS-CALL:iterations=100", "JIT-PER:period_us=1000:cycles=500"]
 
 
-def _run(spec: str) -> tuple[Run, QemuTarget, dict[str, float]]:
+def _run(spec: str, trace: bool) -> tuple[Run, QemuTarget, dict[str, float]]:
     target = resolve(spec)
     assert isinstance(target, QemuTarget)
     transport = target.transport()
+    # --trace: recorded in the guest, brought back on its virtio console.
+    transport.trace = guest_trace.request(flight=False) if trace else None
     try:
         run = collect(transport, CASES)
     finally:
@@ -53,7 +55,7 @@ def test_guest_stores_its_kernel_model_and_arch(
     kernel = kernels.fetch(name)
     assert kernel.arch == arch and kernel.preempt == "PREEMPT_RT" and kernel.hz > 0
     assert kernels.fetch(name) == kernel  # the cached one
-    run, target, timings = _run(f"qemu:{name}?accel=tcg")
+    run, target, timings = _run(f"qemu:{name}?accel=tcg", trace=arch == "aarch64")
     assert run.complete, run.issues
     assert [(c.case, c.outcome) for c in run.cases][:2] == [
         ("CAL-REF", "passed"),
@@ -90,3 +92,13 @@ def test_guest_stores_its_kernel_model_and_arch(
     kept = again.find("kernel_thread_latency")
     assert kept is not None and kept.attrs == {"source": "kernel timerlat"}
     assert kept.n == thread.n
+    if arch == "aarch64":
+        # The guest's own kernel trace, split per case as a local one is:
+        # the measurement CPU's interrupts (the arm64 timer among them).
+        # (x86's local_timer events do not exist on arm64: said, not an error.)
+        said = [w.detail for w in run.warnings if w.code == "trace"]
+        assert all("irq_vectors:local_timer" in d for d in said), said
+        for case in run.cases:
+            irqs = [s for s in case.series if s.name == "kernel.irq" and s.point]
+            assert any(s.point.get("irq") == "arch_timer" for s in irqs), case.case
+            assert any("QEMU guest" in w.detail for w in case.warnings if w.code == "trace")

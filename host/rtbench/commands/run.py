@@ -258,6 +258,10 @@ def run(
             # Before the plan: the target's metadata includes what its set-up learned.
             transport = open_transport(target, exe)
             _timerlat(transport, timerlat, args)
+            if trace_kernel and hasattr(transport, "trace"):  # recorded in the guest
+                from rtbench.targets import guest_trace
+
+                transport.trace = guest_trace.request(flight=break_us is not None)
             how = plan_for(
                 target,
                 args,

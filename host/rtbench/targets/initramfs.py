@@ -28,7 +28,7 @@ from pathlib import Path
 import platformdirs
 
 from rtbench.build import STIM_NAME
-from rtbench.targets import timerlat
+from rtbench.targets import guest_trace, timerlat
 
 # Lines on the stream port that come from /init, not from the agent.
 MARKER = "rtbench-guest:"
@@ -62,10 +62,10 @@ else
         while IFS= read -r a; do set -- "$@" "$a"; done </rtbench/args
     fi
     echo "{MARKER} starting the agent"
-    /rtbench-agent "$@" >/dev/ttyS1 2>/dev/console
+{{TRACE_SETUP}}    /rtbench-agent "$@" >/dev/ttyS1 2>/dev/console
     status=$?
 fi
-{{TIMERLAT}}echo "{MARKER} exit=$status" >/dev/ttyS1
+{{TRACE_DUMP}}{{TIMERLAT}}echo "{MARKER} exit=$status" >/dev/ttyS1
 sync
 poweroff -f || reboot -f
 """
@@ -81,8 +81,15 @@ class InitramfsError(RuntimeError):
 def init_script(stream: str = STREAM_PORT) -> str:
     """`/init` with the agent's stream on /dev/`stream` (and the kernel's
     timerlat after the agent when the run asks: rtbench.targets.timerlat)."""
-    tracer = timerlat.GUEST_SCRIPT.replace("MARKER", MARKER).replace("/dev/PORT", "/dev/ttyS1")
-    return INIT.replace("{TIMERLAT}", tracer.lstrip("\n")).replace(STREAM_PORT, stream)
+    def part(script: str) -> str:
+        return script.replace("MARKER", MARKER).replace("/dev/PORT", "/dev/ttyS1").lstrip("\n")
+
+    return (
+        INIT.replace("{TIMERLAT}", part(timerlat.GUEST_SCRIPT))
+        .replace("{TRACE_SETUP}", part(guest_trace.SETUP_SCRIPT))
+        .replace("{TRACE_DUMP}", part(guest_trace.DUMP_SCRIPT))
+        .replace(STREAM_PORT, stream)
+    )
 
 
 def is_static(path: Path) -> bool:
@@ -251,7 +258,11 @@ def base_archive(
 
 
 def run_archive(
-    base: Path, args: list[str] | None, dest: Path, tracer: timerlat.Request | None = None
+    base: Path,
+    args: list[str] | None,
+    dest: Path,
+    tracer: timerlat.Request | None = None,
+    trace: guest_trace.Request | None = None,
 ) -> Path:
     """`dest`: the base archive followed by this run's arguments (`None`:
     the accelerator probe, which only boots and powers off) and the
@@ -268,6 +279,8 @@ def run_archive(
             (root / "rtbench" / "args").write_text("".join(f"{a}\n" for a in args))
             if tracer is not None:
                 (root / "rtbench" / "timerlat").write_text(tracer.line())
+            if trace is not None:
+                (root / "rtbench" / "trace").write_text(trace.line())
         extra = Path(tmp) / "extra.cpio"
         _cpio(root, extra)
         with dest.open("wb") as f:

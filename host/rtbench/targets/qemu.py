@@ -169,6 +169,7 @@ class QemuTarget:
     """A kernel booted in QEMU (see the module's doc)."""
 
     kind = "qemu"
+    guest_trace = True  # `--trace` is recorded in the guest (targets/guest_trace.py)
     # Always: even under KVM the guest's timings are a VM's, comparable only
     # with runs of the same setup.
     emulated = True

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtbench.model import Run
-from rtbench.targets import initramfs, timerlat
+from rtbench.targets import guest_trace, initramfs, timerlat
 from rtbench.targets.kernels import Kernel
 from rtbench.transports.base import TransportError
 from rtbench.transports.process import ChildTransport
@@ -141,6 +141,9 @@ class QemuTransport(ChildTransport):
         # (--timerlat; on unless turned off), and what the guest sent of it.
         self.timerlat = True
         self.tracer = timerlat.Result()
+        # --trace / --break: the kernel trace recorded in the guest.
+        self.trace: guest_trace.Request | None = None
+        self.traced = guest_trace.Received()
 
     @property
     def pid(self) -> int | None:
@@ -163,7 +166,23 @@ class QemuTransport(ChildTransport):
             base = initramfs.base_archive(self.agent, kernel.arch, guest.stream, mods)
             req = timerlat.request(args, self.launch.smp) if self.timerlat else None
             self.tracer = timerlat.Result(req)
-            initrd = initramfs.run_archive(base, args, self._workdir / "initrd.cpio", req)
+            self.traced = guest_trace.Received(self.trace)
+            if self.trace is not None and not guest.stream.startswith("hvc"):
+                # An emulated 16550 at TCG's pace takes minutes for a trace
+                # of megabytes, and the kernel may disable its IRQ on the way.
+                self.traced.unsupported = (
+                    f"the {kernel.arch} guest's stream is an emulated UART, too slow for "
+                    "a trace; arm64 guests (virtio console) have it"
+                )
+            elif self.trace is not None:
+                args = [f"--trace-marker={guest_trace.MARKER_PATH}", *args]
+            initrd = initramfs.run_archive(
+                base,
+                args,
+                self._workdir / "initrd.cpio",
+                req,
+                None if self.traced.unsupported else self.trace,
+            )
         except (initramfs.InitramfsError, OSError) as e:
             self._cleanup()
             raise TransportError(f"cannot build the guest's initramfs: {e}") from e
@@ -188,7 +207,9 @@ class QemuTransport(ChildTransport):
         return line
 
     def _marker(self, body: bytes) -> None:
-        if body.startswith(b"timerlat"):
+        if body.startswith(b"trace "):
+            self.traced.feed(body[len(b"trace ") :])
+        elif body.startswith(b"timerlat"):
             self.tracer.feed(body[len(b"timerlat") :])
         elif body.startswith(b"init"):
             self.timings["init"] = self._elapsed()
@@ -241,6 +262,7 @@ class QemuTransport(ChildTransport):
         timerlat) to `run`."""
         # TCG: the guest's speed follows the host's load (KVM too is a VM).
         timerlat.attach(run, self.tracer, emulated=True)
+        guest_trace.attach(run, self.traced)
 
     def diagnostics(self) -> str:
         """QEMU's own errors, then what the agent wrote to the console
