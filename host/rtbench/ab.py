@@ -29,7 +29,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ import numpy as np
 
 from rtbench.analysis.compare import compare_runs
 from rtbench.analysis.stats import has_all_samples
-from rtbench.model import CaseResult, Histogram, Run, Series
+from rtbench.model import CaseResult, Histogram, Run, Series, worst_outcome
 
 KEYS = ("load", "load_cpus", "load_threads", "pin", "trace", "preempt", "priority", "cpu")
 PREEMPT_MODES = ("none", "voluntary", "full", "lazy")
@@ -333,9 +333,27 @@ def pool(runs: list[Run]) -> Run:
     for key, parts in grouped.items():
         case = cases.setdefault(key[0], CaseResult(case=key[0], outcome="passed"))
         case.series.append(merge_series(parts))
+    # The pool is as bad as its worst run: each case's worst outcome, and
+    # every run's checks and warnings, named by run (a failed repetition is
+    # never merged into "passed · checks none").
+    for run in runs:
+        who = f"run #{run.id}: " if run.id is not None else ""
+        for c in run.cases:
+            case = cases.setdefault(c.case, CaseResult(case=c.case, outcome=c.outcome))
+            case.title = case.title or c.title
+            case.outcome = worst_outcome([case.outcome, c.outcome])  # type: ignore[assignment]
+            case.reason = case.reason or c.reason
+            case.checks += [replace(ch, detail=who + ch.detail) for ch in c.checks]
+            case.warnings += [replace(w, detail=who + w.detail) for w in c.warnings]
     # A pooled run is as real-time as the runs it pools, not just its first.
     hello = {**runs[0].hello, "realtime": {"ok": all(r.realtime for r in runs)}} if runs else {}
-    return Run(hello=hello, cases=list(cases.values()), bye={})
+    complete = all(r.complete for r in runs)
+    return Run(hello=hello, cases=list(cases.values()), bye={} if complete else None)
+
+
+def failed_runs(members: list[Run]) -> str:
+    """The runs of a pool that did not pass, as `#id outcome` ('' if none)."""
+    return ", ".join(f"#{r.id} {r.outcome}" for r in members if r.outcome in ("failed", "error"))
 
 
 def column(members: list[Run]) -> Run:
@@ -352,6 +370,9 @@ def column(members: list[Run]) -> Run:
     merged.source = f"runs {', '.join(str(r.id) for r in members)}"
     shared = {k: v for k, v in first.labels.items() if all(r.labels.get(k) == v for r in members)}
     merged.labels = {**shared, "runs": ",".join(str(r.id) for r in members)}
+    bad = failed_runs(members)
+    if bad:
+        merged.labels["failed_runs"] = bad
     return merged
 
 

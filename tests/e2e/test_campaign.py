@@ -97,4 +97,22 @@ def test_interrupted_campaign_resumes_and_reports_every_cell(tmp_path: Path, age
         for load in ("none", "cpu"):
             assert f"target={target}, load={load}" in report
     assert (tmp_path / "e2e-report.html").stat().st_size > 0
+
+    # Run from elsewhere (everything is stored: only the report is made):
+    # the report goes beside the campaign file, never into the current
+    # directory.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "e2e-report.md").unlink()
+    third = subprocess.run(
+        [sys.executable, "-m", "rtbench.cli", "campaign", str(tmp_path / "c.toml")],
+        cwd=elsewhere,
+        env={**os.environ, "RTBENCH_DB": str(db)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert third.returncode in (0, 1), third.stderr
+    assert (tmp_path / "e2e-report.md").exists() and list(elsewhere.iterdir()) == []
     assert "4 columns" in out2

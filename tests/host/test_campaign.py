@@ -108,3 +108,31 @@ def test_kernels_example_names_four_known_kernels() -> None:
     assert all(n in kernels.KNOWN for n in names) and c.repetitions >= 2
     for t in c.targets:
         resolve(t.spec)  # each spec is a valid QEMU target
+
+
+def test_a_column_with_a_failed_run_says_failed_and_names_it() -> None:
+    """Repetitions pooled into a report column: the column's outcome is its
+    worst run's, its checks are every run's, and the failed run is named
+    (a failed repetition was shown as "passed · checks none")."""
+    from test_analysis_fixtures import C, S, build_run
+
+    from rtbench.commands.campaign import _pooled
+    from rtbench.reports.html import html_report
+
+    c = parse_campaign({**DOC, "campaign": {**DOC["campaign"], "loads": ["none"]}}, "c")  # type: ignore[dict-item]
+    runs = []
+    for rep, (target, order) in enumerate([("a", "pass"), ("a", "fail"), ("b", "pass"),
+                                           ("b", "pass")]):  # fmt: skip
+        run = build_run([C("SEM-SHF", [S("give_to_run", [1000, 1100 + rep])],
+                           result="passed" if order == "pass" else "failed",
+                           checks=[("order", order)])])  # fmt: skip
+        run.id = rep + 1
+        run.labels = {LABEL_CELL: f"{target}/none/{rep % 2 + 1}"}
+        runs.append(run)
+    a, b = _pooled(c, runs)
+    assert a.outcome == "failed" and a.labels["failed_runs"] == "#2 failed"
+    assert [ch.verdict for ch in a.cases[0].checks] == ["pass", "fail"]
+    assert a.cases[0].checks[1].detail.startswith("run #2: ")
+    assert b.outcome == "passed" and "failed_runs" not in b.labels
+    page = html_report([a, b], "max", [runs[:2], runs[2:]])
+    assert "failed_runs=#2 failed" in page

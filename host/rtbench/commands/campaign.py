@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rtbench import catalogue, journal
-from rtbench.ab import pool
+from rtbench.ab import failed_runs, pool
 from rtbench.campaign import (
     LABEL_CAMPAIGN,
     LABEL_CELL,
@@ -143,6 +143,10 @@ def _pooled(c: Campaign, runs: list[Run]) -> list[Run]:
             "load": load,
             "runs": ",".join(str(r.id) for r in members),
         }
+        # The column's outcome is its worst run's (the pool's cases carry
+        # every run's checks); the failed runs are named.
+        if bad := failed_runs(members):
+            merged.labels["failed_runs"] = bad
         columns.append(merged)
     return columns
 
@@ -186,7 +190,7 @@ def _report(ctx: click.Context, c: Campaign, html: Path, md: Path) -> list[Run]:
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="The comparison report (HTML; a Markdown copy beside it). "
-    "Default: NAME-report.html in this directory.",
+    "Default: NAME-report.html beside the campaign file (never the current directory).",
 )
 @click.option(
     "--status", is_flag=True, help="Only say which cells are done, running, failed or to run."
@@ -222,7 +226,9 @@ def campaign(
         _status(ctx, c)
         sys.exit(0)
     stored, _ = _stored(ctx, c.name)
-    html = output or Path(f"{c.name}-report.html")
+    # Beside the campaign file: a campaign run from a checkout must not
+    # write its report into the checkout's root.
+    html = output or file.parent / f"{c.name}-report.html"
     md = html.with_suffix(".md")
     for path in (html, md):
         check_output(path)
