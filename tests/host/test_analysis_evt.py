@@ -64,3 +64,25 @@ def test_block_maxima_and_default_block_size() -> None:
     assert block_maxima(v, 3).tolist() == [2, 5, 8]  # the partial last block is dropped
     assert default_block_size(1000) == 100
     assert default_block_size(100_000_000) == 200_000
+
+
+@pytest.mark.parametrize("draw", ["gumbel", "pareto", "weibull", "uniform"])
+def test_fit_is_scipys_genextreme_fit(draw: str) -> None:
+    """evt._fit runs scipy's optimiser on its own numpy copy of scipy's
+    objective (far cheaper per call): the parameters are scipy's own, for
+    heavy (pareto), light (gumbel) and bounded (weibull, uniform) tails."""
+    from rtbench.analysis.evt import _fit
+    from rtbench.analysis.stats import scipy_stats
+
+    rng = np.random.default_rng(11)
+    x = {
+        "gumbel": lambda: rng.gumbel(0.0, 1.0, 500),
+        "pareto": lambda: rng.pareto(2.0, 500),
+        "weibull": lambda: -rng.weibull(3.0, 500),
+        "uniform": lambda: rng.uniform(0.0, 1.0, 500),
+    }[draw]()
+    z = (x - x.mean()) / x.std()
+    sps = scipy_stats()
+    g_loc, g_scale = sps.gumbel_r.fit(z)
+    want = sps.genextreme.fit(z, 0.0, loc=g_loc, scale=g_scale)
+    assert _fit(z) == pytest.approx(tuple(float(v) for v in want), rel=1e-9, abs=1e-12)
