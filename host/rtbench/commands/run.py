@@ -273,7 +273,7 @@ def run(
                 store_path=None if no_store else store_path(ctx),
             )
             defaults = {cid: c.params for cid, c in known.items()}
-            with RunProgress(plan, defaults, err, duration_s) as progress:
+            with RunProgress(plan, defaults, err, duration_s, target.name) as progress:
 
                 def on_record(rec: Record, p: SessionProgress) -> None:
                     progress.on_record(rec.kind, rec.body)

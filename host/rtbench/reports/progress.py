@@ -1,22 +1,28 @@
 """Progress of a run while it measures: which case, how far, and when it
 will end.
 
-The estimate of each case comes from its plan: `duration_ms` times the
-sweep's points, else `cycles` or `count` times `period_us`, else a
-second; the agent's own defaults fill what the suite does not set. The
-ETA scales what remains by how the finished cases compared with their
-estimates (a slow machine makes every case slower), so it improves as the
-run goes. On a terminal: a rich progress bar; piped (CI logs): one line
-per finished case, on stderr, so that stdout keeps the results.
+The estimate of each case comes from its plan, as the agent budgets it:
+`cycles` or `count` times `period_us` (at most `duration_ms` where that
+caps it), else `duration_ms`, times the sweep's points, else a second;
+the agent's own defaults fill what the suite does not set. A target that
+takes a while to start (a QEMU guest's boot) adds the start-up it took
+last time (remembered in the user's cache per target). The ETA scales
+what remains by how the finished cases compared with their estimates (a
+slow machine makes every case slower), so it improves as the run goes.
+On a terminal: a rich progress bar; piped (CI logs): one line per
+finished case, on stderr, so that stdout keeps the results.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
+import platformdirs
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -61,13 +67,46 @@ def expected_s(params: Mapping[str, str], defaults: Sequence[Mapping[str, Any]] 
         v = merged.get(name)
         return v[0] if v else None
 
-    if (ms := one("duration_ms")) is not None:
-        return ms / 1000 * points + OVERHEAD_S
+    ms = one("duration_ms")
     period = one("period_us")
     for count in ("cycles", "count"):
         if (c := one(count)) is not None and period is not None:
-            return c * period / 1e6 * points + OVERHEAD_S
+            planned = c * period / 1e6
+            if ms:  # a time cap (0: none)
+                planned = min(planned, ms / 1000)
+            return planned * points + OVERHEAD_S
+    if ms is not None:
+        return ms / 1000 * points + OVERHEAD_S
     return FALLBACK_S * points
+
+
+def _startups() -> Path:
+    return platformdirs.user_cache_path("rtbench") / "startup.json"
+
+
+def last_startup_s(target: str) -> float | None:
+    """How long `target` took to answer last time (None: never seen)."""
+    try:
+        value = json.loads(_startups().read_text()).get(target)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def remember_startup(target: str, seconds: float) -> None:
+    """Best effort: an estimate is no reason to fail a run."""
+    path = _startups()
+    try:
+        known = json.loads(path.read_text()) if path.is_file() else {}
+        if not isinstance(known, dict):
+            known = {}
+        known[target] = round(seconds, 1)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{time.monotonic_ns()}.tmp")
+        tmp.write_text(json.dumps(known))
+        tmp.replace(path)
+    except (OSError, ValueError):
+        pass
 
 
 def _clock(seconds: float) -> str:
@@ -87,6 +126,7 @@ class RunProgress:
         defaults: Mapping[str, Sequence[Any]],
         console: Console,
         planned_s: float | None = None,
+        target: str | None = None,
     ):
         self.names = [p.case for p in plan]
         self.estimates = [expected_s(p.params, defaults.get(p.case, ())) for p in plan]
@@ -100,6 +140,9 @@ class RunProgress:
         self.task: Any = None
         self.planned_s = planned_s  # a soak run's --duration, for "12 s of 60 s"
         self.heading = "starting the agent"
+        self.target = target
+        self.startup_s = last_startup_s(target) if target else None
+        self.measuring_since: float | None = None  # the agent's hello
 
     @property
     def total(self) -> float:
@@ -109,7 +152,7 @@ class RunProgress:
         """Seconds left: the remaining estimates, scaled by how long the
         finished cases took against theirs."""
         now = time.monotonic() if now is None else now
-        elapsed = now - self.started
+        elapsed = now - (self.measuring_since or self.started)
         left = sum(self.estimates[self.done :])
         if self.spent_estimate > 0:
             left *= min(max(elapsed / self.spent_estimate, 0.5), 5.0)
@@ -131,9 +174,16 @@ class RunProgress:
             self.bar.__enter__()
             self.task = self.bar.add_task("starting the agent", total=self.total)
         else:
+            source = "the plan"
+            total = self.total
+            if self.startup_s:
+                source += f" and {self.target}'s last start-up, {self.startup_s:.0f} s"
+                total += self.startup_s
             self.console.print(
-                f"rtbench: {len(self.names)} cases, about {_clock(self.total)} (from the plan)",
+                f"rtbench: {len(self.names)} cases, about {_clock(total)} (from {source}); "
+                "starting the agent",
                 highlight=False,
+                markup=False,
             )
         return self
 
@@ -166,8 +216,24 @@ class RunProgress:
             markup=False,
         )
 
+    def answered(self) -> None:
+        """The agent's hello: the target's start-up (a boot) is over."""
+        now = time.monotonic()
+        self.measuring_since = self.case_started = now
+        took = now - self.started
+        if self.target and (took >= 2.0 or self.startup_s is not None):
+            remember_startup(self.target, took)  # quick starters leave no file
+        if self.bar is None and took >= 2.0:
+            self.console.print(
+                f"rtbench: the agent answered after {took:.1f} s (the target's start-up)",
+                highlight=False,
+                markup=False,
+            )
+
     def on_record(self, kind: str, body: Mapping[str, Any]) -> None:
-        if kind == "begin":
+        if kind == "hello":
+            self.answered()
+        elif kind == "begin":
             self.begin(str(body.get("case", "")))
         elif kind == "end":
             self.end(str(body.get("case", "")), str(body.get("result", "")))
