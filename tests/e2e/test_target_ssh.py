@@ -4,8 +4,10 @@ sshd listens on a free port of 127.0.0.1 with a temporary host key and
 accepts one temporary user key; the client reaches it through an alias of
 an ssh_config written for the test, so alias resolution is what `ssh` does.
 The agent is copied there (cached by checksum), runs as root through the
-remote wrapper, and must be gone after Ctrl-C at the host, after the host is
-killed, and after the connection is cut (sshd's session process killed).
+remote wrapper (or, for a non-root login, through `sudo -n` when sudoers
+allows it, else unprivileged and flagged not real-time), and must be gone
+after Ctrl-C at the host, after the host is killed, and after the
+connection is cut (sshd's session process killed).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Sshd:
     port: int
     config: Path  # the client's ssh_config with the alias
     remote_dir: Path  # the agent cache on the "target"
+    user_key: Path  # the public key the client logs in with
 
     def spec(self) -> str:
         return f"ssh://{ALIAS}?config={self.config}&dir={self.remote_dir}"
@@ -109,7 +112,8 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     port = free_port()
     (d / "sshd_config").write_text(
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\n"
-        f"AuthorizedKeysFile {d}/authorized_keys\nPidFile none\n"
+        # A user's own file too: sshd reads it as that user (the non-root login).
+        f"AuthorizedKeysFile {d}/authorized_keys .ssh/authorized_keys\nPidFile none\n"
         "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nLogLevel ERROR\n"
     )
@@ -130,7 +134,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
                 return s.connect_ex(("127.0.0.1", port)) == 0
 
         _until(listening, "sshd to listen")
-        yield Sshd(proc, port, d / "ssh_config", d / "remote")
+        yield Sshd(proc, port, d / "ssh_config", d / "remote", d / "user_key.pub")
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -262,3 +266,52 @@ def test_the_remote_agent_dies_with_the_run(sshd: Sshd, db: Path, how: str) -> N
     # Gone: no agent, no run folder left on the target.
     _until(lambda: not _agents_running(sshd.remote_dir), "the remote agent to end")
     _until(lambda: not list(sshd.remote_dir.glob("run.*")), "the remote run folder to go")
+
+
+@pytest.fixture
+def login(sshd: Sshd) -> Iterator[str]:
+    """A non-root user of this machine who can log in with the test's key;
+    removed afterwards (with its sudoers entry, if a test gave it one)."""
+    user = f"rtb{os.getpid() % 100000}"
+    # -p '*': no password, yet not locked ('!'), which sshd without PAM refuses.
+    subprocess.run(["useradd", "-m", "-s", "/bin/sh", "-p", "*", user], check=True)
+    home = Path(f"/home/{user}")
+    try:
+        ssh = home / ".ssh"
+        ssh.mkdir(mode=0o700)
+        shutil.copy(sshd.user_key, ssh / "authorized_keys")
+        subprocess.run(["chown", "-R", f"{user}:{user}", str(ssh)], check=True)
+        yield user
+    finally:
+        Path(f"/etc/sudoers.d/{user}").unlink(missing_ok=True)
+        subprocess.run(["userdel", "-r", "-f", user], check=False, capture_output=True)
+
+
+NON_ROOT_CASES = ["CAL-REF:repeats=20", "THR-SW:n=2:duration_ms=50"]
+
+
+def _as(user: str, sshd: Sshd) -> SshTarget:
+    # user@alias: the login's user wins over the config's `User root`.
+    target = resolve(f"ssh://{user}@{ALIAS}?config={sshd.config}")
+    assert isinstance(target, SshTarget)
+    return target
+
+
+@pytest.mark.tools("sudo")
+def test_a_non_root_login_runs_with_sudo_and_without(sshd: Sshd, login: str) -> None:
+    # Without sudo: the run completes, flagged not real-time, and passes.
+    target = _as(login, sshd)
+    plain = collect(target.transport(), NON_ROOT_CASES)
+    assert plain.complete, plain.issues
+    assert target.metadata()["privilege"] == "none" and not plain.realtime
+    assert plain.outcome == "passed", [(c.case, c.outcome, c.reason) for c in plain.cases]
+    # With `sudo -n` allowed: the agent runs as root there, real time.
+    entry = Path(f"/etc/sudoers.d/{login}")
+    entry.write_text(f"{login} ALL=(root) NOPASSWD: ALL\n")
+    entry.chmod(0o440)
+    target = _as(login, sshd)
+    run = collect(target.transport(), NON_ROOT_CASES)
+    assert run.complete, run.issues
+    assert target.metadata()["privilege"] == "sudo" and run.realtime
+    assert all(c.outcome in ("passed", "failed") for c in run.cases), run.cases
+    assert not _agents_running(Path(f"/home/{login}/.cache/rtbench"))
