@@ -56,3 +56,22 @@ def test_a_comparison_flags_only_the_emulated_side() -> None:
     a.id, b.id = 1, 2
     md = render_markdown([a, b])
     assert md.count("**EMULATED") == 1
+
+
+def test_emulated_against_hardware_has_no_ratio_or_test_and_says_why() -> None:
+    from rtbench.analysis.compare import compare_runs
+
+    hw = [_run(False) for _ in range(3)]
+    emu = [_run(True) for _ in range(3)]
+    cmp = compare_runs([hw[0], emu[0]], "p99", members=[hw, emu])
+    assert cmp.note.startswith("runs of different kinds (hardware and qemu tcg)")
+    assert cmp.tested == 0 and cmp.rows
+    for row in cmp.rows:
+        assert row.pvalue is None and row.test == "none: runs of different kinds"
+        assert row.ratios == [None, None] and row.beyond_noise is None
+        assert all(v is not None for v in row.values)  # the figures, side by side
+    page = html_report([hw[0], emu[0]], members=[hw, emu])
+    assert "No test:</strong> runs of different kinds" in page
+    # Negative control: the same emulator on both sides is tested.
+    same = compare_runs([emu[0], emu[1]], "p99", members=[emu[:2], [emu[2], _run(True)]])
+    assert not same.note.startswith("runs of different kinds")

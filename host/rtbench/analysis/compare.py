@@ -22,6 +22,10 @@ medians of the per-run figure) exceeds the spread between repetitions
 (the widest range of the per-run figure within one column): the effect
 size an RT engineer can read without statistics.
 
+Like with like: runs from an emulator compare only with runs of the same
+emulator (`Run.emulated`). Across kinds the figures stand side by side with
+no ratio and no test, and the comparison says why (`note`).
+
 Series pair across runs by (case, series, point). A point coordinate that a
 run measured rather than chose cannot pair: CLK-DUR's recurring sources are
 keyed by rank (most frequent first), their measured period an attribute;
@@ -154,6 +158,12 @@ ONE_RUN = (
     "one run per side: how much a repetition alone moves a figure is unknown, so no "
     "difference is called significant (ratios only); measure each side several times "
     "(rtbench run --repeat k) and compare the groups"
+)
+
+
+ACROSS_KINDS = (
+    "runs of different kinds ({kinds}): an emulator's timings compare only with the same "
+    "emulator's, so the figures are side by side without ratios or tests"
 )
 
 
@@ -350,6 +360,7 @@ def compare_runs(
             for i, r in enumerate(runs)
         )
         raise NothingInCommon(f"the runs have no series in common, so nothing compares ({names})")
+    kinds = list(dict.fromkeys(r.emulated or "hardware" for g in groups for r in g))
     member_ix: dict[int, dict[Key, Series]] = {}
     rows = []
     for key in keys:
@@ -361,7 +372,15 @@ def compare_runs(
         row.pvalue, row.test = run_test(row.per_run, indicator, first)
         row.spread, row.change = _effect(row.per_run)
         rows.append(row)
+    if len(kinds) > 1:
+        # Like with like: an emulator's time is not a machine's.
+        for row in rows:
+            row.pvalue, row.test = None, "none: runs of different kinds"
+            row.ratios = [None] * len(row.ratios)
+            row.spread = row.change = None
     cmp = Comparison(runs, indicator, rows, members=groups, tested=_adjust(rows))
-    if len(runs) >= 2 and min(len(g) for g in groups) < 2:
+    if len(kinds) > 1:
+        cmp.note = ACROSS_KINDS.format(kinds=" and ".join(kinds))
+    elif len(runs) >= 2 and min(len(g) for g in groups) < 2:
         cmp.note = ONE_RUN
     return cmp

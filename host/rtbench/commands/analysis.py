@@ -119,6 +119,8 @@ def _stars(n: int) -> str:
 def _run_line(run: Run) -> str:
     labels = ", ".join(f"{k}={v}" for k, v in run.labels.items())
     rt = "" if run.realtime else " · NOT REAL-TIME"
+    if run.emulated:
+        rt += f" · EMULATED ({run.emulated})"
     # A pooled column (compare of repetitions) is named by its runs' ids.
     ident = run.id if run.id is not None else run.labels.get("runs", "-")
     return (
