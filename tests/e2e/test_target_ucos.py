@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tools
 
 from rtbench import catalogue
 from rtbench.build import ensure_firmware, kernel_sources
@@ -39,10 +40,7 @@ KERNELS = {
     }),
 }  # fmt: skip
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("qemu-system-arm") is None or shutil.which("arm-none-eabi-gcc") is None,
-    reason="qemu-system-arm and arm-none-eabi-gcc are needed (.ci/run installs them)",
-)
+pytestmark = pytest.mark.tools("qemu-system-arm", "gcc-arm-none-eabi", "libnewlib-arm-none-eabi")
 
 
 def _spec(port: str, query: str = "") -> str:
@@ -64,7 +62,7 @@ def _measure(args: list[str], spec: str) -> tuple[Run, BoardTransport]:
 @pytest.mark.parametrize("port", sorted(KERNELS))
 def test_the_quick_suite_runs(port: str) -> None:
     os_name, version, behaviour = KERNELS[port]
-    ensure_firmware(port, BOARD)
+    tools.firmware(port, BOARD)
     args = [Planned(c, dict(p)).agent_arg() for c, p in SUITES["quick"].items()]
     run, transport = _measure(args, _spec(port))
     assert run.bye is not None and run.complete, run.issues
@@ -96,7 +94,7 @@ def test_the_quick_suite_runs(port: str) -> None:
 
 @pytest.mark.parametrize("port", sorted(KERNELS))
 def test_the_case_list_parses(port: str) -> None:
-    ensure_firmware(port, BOARD)
+    tools.firmware(port, BOARD)
     target = resolve(_spec(port))
     assert isinstance(target, BoardTarget)
     transport = target.transport()
@@ -114,7 +112,7 @@ def test_the_case_list_parses(port: str) -> None:
 
 @pytest.mark.parametrize("port", sorted(KERNELS))
 def test_icount_gives_the_same_figures_twice(port: str) -> None:
-    ensure_firmware(port, BOARD)
+    tools.firmware(port, BOARD)
 
     def figures() -> list[tuple[object, ...]]:
         run, _ = _measure(["SEM-SHF:duration_ms=100", "IRQ-LAT:count=200"], _spec(port))
@@ -144,7 +142,7 @@ CONTROLS = [
 @pytest.mark.parametrize("port", sorted(KERNELS))
 @pytest.mark.parametrize(("fault", "case", "fails"), CONTROLS, ids=[c[0] for c in CONTROLS])
 def test_negative_controls_fail(port: str, fault: str, case: str, fails: set[str]) -> None:
-    ensure_firmware(port, BOARD, "test")
+    tools.firmware(port, BOARD, "test")
     run, _ = _measure(["--inject", fault, case], _spec(port, "flavor=test"))
     assert run.hello["build"]["test_hooks"] is True
     (result,) = run.cases
@@ -183,7 +181,10 @@ def test_a_kernel_edited_in_place_is_rebuilt_told_apart_and_measured(
     and leaves THR-SW's switch (no post in its path) alone."""
     local = _local_ucos3()
     if local is None:
-        pytest.skip("needs a local copy of uC/OS-III (RTBENCH_UCOS3_KERNEL or shared/vendor)")
+        tools.unavailable(
+            "needs a local copy of uC/OS-III: set RTBENCH_UCOS3_KERNEL to one, or put it at "
+            "shared/vendor/uC-OS3-v3.08.02 beside the checkout"
+        )
     kernel = tmp_path / "uC-OS3"
     shutil.copytree(local, kernel)
     monkeypatch.setenv("RTBENCH_UCOS3_KERNEL", str(kernel))
