@@ -45,6 +45,14 @@ extern const rtb_case rtb_case_noise_os;
 extern const rtb_case rtb_case_jit_dl;
 extern const rtb_case rtb_case_mem_heap;
 extern const rtb_case rtb_case_mem_pool;
+extern const rtb_case rtb_case_tm_coop;
+extern const rtb_case rtb_case_tm_pre;
+extern const rtb_case rtb_case_tm_irq;
+extern const rtb_case rtb_case_tm_irq_pre;
+extern const rtb_case rtb_case_tm_msg;
+extern const rtb_case rtb_case_tm_sync;
+extern const rtb_case rtb_case_tm_mem;
+extern const rtb_case rtb_case_tm_basic;
 
 const rtb_case *const rtb_cases[] = {
     &rtb_case_cal_timer,
@@ -87,6 +95,14 @@ const rtb_case *const rtb_cases[] = {
     &rtb_case_jit_dl,
     &rtb_case_mem_heap,
     &rtb_case_mem_pool,
+    &rtb_case_tm_coop,
+    &rtb_case_tm_pre,
+    &rtb_case_tm_irq,
+    &rtb_case_tm_irq_pre,
+    &rtb_case_tm_msg,
+    &rtb_case_tm_sync,
+    &rtb_case_tm_mem,
+    &rtb_case_tm_basic,
 };
 const int rtb_ncases = (int)(sizeof rtb_cases / sizeof rtb_cases[0]);
 

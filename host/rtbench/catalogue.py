@@ -31,6 +31,7 @@ FAMILIES: dict[str, str] = {
     "JIT": "periodic release jitter",
     "NOISE": "OS and hardware noise",
     "MEM": "memory allocation",
+    "TM": "throughput (Thread-Metric)",
     "RSP": "external stimulus response",
 }
 
@@ -71,6 +72,14 @@ CATALOGUE: dict[str, str] = {
     "NOISE-OS": "OS noise seen by a busy-polling thread (oslat)",
     "MEM-HEAP": "Heap allocate and free, alone and contended",
     "MEM-POOL": "Fixed-block pool get and put, and an exhausted pool",
+    "TM-COOP": "Throughput: cooperative scheduling",
+    "TM-PRE": "Throughput: preemptive scheduling",
+    "TM-IRQ": "Throughput: interrupt processing",
+    "TM-IRQ-PRE": "Throughput: interrupt preemption",
+    "TM-MSG": "Throughput: message passing (16-byte queue round trip)",
+    "TM-SYNC": "Throughput: synchronisation (semaphore take and give)",
+    "TM-MEM": "Throughput: memory allocation (heap, 128 bytes)",
+    "TM-BASIC": "Throughput: basic processing (no OS call)",
 }
 
 

@@ -58,6 +58,14 @@ CASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "JIT-DL": ({"cycles": "500"}, {"cycles": "10000"}),
     "MEM-HEAP": ({"iterations": "1000"}, {"iterations": "10000"}),
     "MEM-POOL": ({"iterations": "1000"}, {"iterations": "10000"}),
+    "TM-COOP": ({"duration_ms": "300"}, {"duration_ms": "30000"}),
+    "TM-PRE": ({"duration_ms": "300"}, {"duration_ms": "30000"}),
+    "TM-IRQ": ({"duration_ms": "300"}, {"duration_ms": "30000"}),
+    "TM-IRQ-PRE": ({"duration_ms": "300"}, {"duration_ms": "30000"}),
+    "TM-MSG": ({"duration_ms": "300"}, {"duration_ms": "30000"}),
+    "TM-SYNC": ({"duration_ms": "300"}, {"duration_ms": "30000"}),
+    "TM-MEM": ({"duration_ms": "300"}, {"duration_ms": "30000"}),
+    "TM-BASIC": ({"duration_ms": "300"}, {"duration_ms": "30000"}),
     "NOISE-OS": ({"duration_ms": "300"}, {"duration_ms": "60000"}),
     # @RSP-suites
     "RSP-IO": (

@@ -32,7 +32,8 @@ def test_op_delay_sits_in_every_allocation(run_agent: Runner, test_agent: Path) 
     for c in (base, slow):
         assert c.outcome == "passed", (c.checks, c.warnings)
         assert {(s.name, s.point.get("size")) for s in c.series} == {
-            (n, size) for n in SERIES for size in (16, 4096)}
+            (n, size) for n in SERIES for size in (16, 4096)
+        }
         assert all(s.n == 200 for s in c.series)
     for s in slow.series:
         v = s.samples

@@ -66,4 +66,7 @@ def test_one_series_set_per_cpu(run_agent: Runner, agent: Path) -> None:
     c = _case(run_agent(agent, ["--cpus", "0", "NOISE-OS:duration_ms=100"]))
     assert c.outcome == "passed", c.checks
     assert {(s.name, s.point.get("cpu")) for s in c.series} == {
-        ("loop", 0), ("noise", 0), ("noise_at", 0)}
+        ("loop", 0),
+        ("noise", 0),
+        ("noise_at", 0),
+    }

@@ -22,8 +22,18 @@ pytestmark = pytest.mark.skipif(
 
 def test_the_tick_is_the_noise(tmp_path: Path) -> None:
     stream = tmp_path / "noise.rtb"
-    r = rtbench("run", "--target", "qemu:freertos-mps2-an385", "-c", "NOISE-OS",
-                "--set", "NOISE-OS.duration_ms=200", "--no-store", "--save-stream", str(stream))
+    r = rtbench(
+        "run",
+        "--target",
+        "qemu:freertos-mps2-an385",
+        "-c",
+        "NOISE-OS",
+        "--set",
+        "NOISE-OS.duration_ms=200",
+        "--no-store",
+        "--save-stream",
+        str(stream),
+    )
     assert r.returncode == 0, r.stderr
     case = load_run(stream).case("NOISE-OS")
     assert case is not None and case.outcome == "passed", case
