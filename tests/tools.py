@@ -22,6 +22,7 @@ from typing import NoReturn
 import pytest
 
 from rtbench.build import Flavor, KernelUnavailable, ensure_firmware
+from rtbench.targets import kernels
 
 LIST = Path(__file__).resolve().parents[1] / "scripts" / "system-packages.txt"
 REQUIRE_ENV = "RTBENCH_REQUIRE_TOOLS"
@@ -85,6 +86,15 @@ def check(item: pytest.Item) -> None:
     if gone:
         pkgs = [g.split(" ", 1)[0] for g in gone]
         unavailable(f"needs {', '.join(gone)}: {install_hint(pkgs)}")
+
+
+def guest_kernel(name: str) -> kernels.Kernel:
+    """A Debian kernel for a QEMU guest (fetched once into the cache), or a
+    skip (a fail in CI) where it cannot be fetched: apt's lists, the network."""
+    try:
+        return kernels.fetch(name)
+    except kernels.KernelError as e:
+        unavailable(f"the {name} kernel could not be fetched (`rtbench kernel fetch {name}`): {e}")
 
 
 def firmware(port: str, board: str, flavor: Flavor = "release") -> Path:

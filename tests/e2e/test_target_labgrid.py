@@ -34,7 +34,7 @@ CASES = ["-c", "CAL-REF", "--set", "CAL-REF.repeats=10", "-c", "SYS-CALL",
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    kernel = kernels.fetch("debian-rt")
+    kernel = tools.guest_kernel("debian-rt")
     running = start_lab(tmp_path_factory.mktemp("lab"), ["rtb-a", "rtb-b"], kernel)
     try:
         yield running

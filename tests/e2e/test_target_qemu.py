@@ -36,7 +36,7 @@ LONG_SECOND = ["CAL-REF:repeats=10", "THR-SW:n=2:duration_ms=60000"]
 
 @pytest.fixture(scope="module")
 def fetched() -> dict[str, kernels.Kernel]:
-    return {name: kernels.fetch(name) for name in ("debian-rt", "debian-generic")}
+    return {name: tools.guest_kernel(name) for name in ("debian-rt", "debian-generic")}
 
 
 def _qemu_processes(run_dir: str) -> list[int]:

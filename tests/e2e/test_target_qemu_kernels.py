@@ -14,12 +14,16 @@ import platform
 from pathlib import Path
 
 import pytest
+import tools
 
 from rtbench.model import Run
 from rtbench.session import collect
 from rtbench.store import Store
 from rtbench.targets import guest_trace, kernels, resolve
 from rtbench.targets.qemu import QemuTarget
+
+pytestmark = pytest.mark.tools("busybox-static", "cpio")
+X86, ARM = pytest.mark.tools("qemu-system-x86"), pytest.mark.tools("qemu-system-arm")
 
 CASES = ["CAL-REF:repeats=10", "SYS-CALL:iterations=100", "JIT-PER:period_us=1000:cycles=500"]
 
@@ -47,12 +51,15 @@ def _stored_release(run: Run, tmp_path: Path) -> str:
 
 @pytest.mark.parametrize(
     ("name", "arch", "machine"),
-    [("debian-rt-6.12", "x86_64", "q35"), ("debian-rt-arm64", "aarch64", "virt")],
+    [
+        pytest.param("debian-rt-6.12", "x86_64", "q35", marks=X86),
+        pytest.param("debian-rt-arm64", "aarch64", "virt", marks=ARM),
+    ],
 )
 def test_guest_stores_its_kernel_model_and_arch(
     name: str, arch: str, machine: str, tmp_path: Path
 ) -> None:
-    kernel = kernels.fetch(name)
+    kernel = tools.guest_kernel(name)
     assert kernel.arch == arch and kernel.preempt == "PREEMPT_RT" and kernel.hz > 0
     assert kernels.fetch(name) == kernel  # the cached one
     run, target, timings = _run(f"qemu:{name}?accel=tcg", trace=arch == "aarch64")

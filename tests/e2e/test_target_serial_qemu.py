@@ -14,13 +14,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import tools
 
 from rtbench.session import Progress, collect
 from rtbench.stream import Record
-from rtbench.targets import initramfs, kernels, resolve
+from rtbench.targets import initramfs, resolve
 from rtbench.targets.qemu import QemuTarget, find_qemu
 from rtbench.targets.qemu_transport import Launch, die_with_parent
 from rtbench.targets.serial import SerialTarget
+
+pytestmark = pytest.mark.tools(*tools.qemu_guest())
 
 CASES = ["CAL-REF:repeats=10", "THR-SW:n=2:duration_ms=60000"]
 _PTY = re.compile(rb"char device redirected to (/dev/pts/\d+) \(label (\w+)\)")
@@ -30,7 +33,7 @@ _PTY = re.compile(rb"char device redirected to (/dev/pts/\d+) \(label (\w+)\)")
 def guest() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """A debian-rt guest whose agent writes to its emulated UART ttyS1,
     which QEMU puts on a pty; yields QEMU and the pty's path."""
-    kernel = kernels.fetch("debian-rt")
+    kernel = tools.guest_kernel("debian-rt")
     target = resolve("qemu:debian-rt?accel=tcg")
     assert isinstance(target, QemuTarget)
     agent = target.agent()

@@ -109,3 +109,18 @@ def test_in_ci_a_test_whose_tool_is_missing_fails(tmp_path: Path, required: dict
     assert r.returncode == 1, r.stdout + r.stderr
     assert re.search(r"\b1 passed, .*1 error", r.stdout), r.stdout
     assert "needs qemu-system-x86 (no qemu-system-x86_64)" in r.stdout
+
+
+def test_a_guest_kernel_that_cannot_be_fetched_skips_or_fails_in_ci(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An empty kernel cache and no apt on PATH: as a machine without apt or network.
+    monkeypatch.setenv("RTBENCH_KERNEL_DIR", str(tmp_path / "kernels"))
+    monkeypatch.setenv("PATH", bare_path(tmp_path))
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv(tools.REQUIRE_ENV, raising=False)
+    with pytest.raises(pytest.skip.Exception, match="the debian-rt kernel could not be fetched"):
+        tools.guest_kernel("debian-rt")
+    monkeypatch.setenv(tools.REQUIRE_ENV, "1")
+    with pytest.raises(pytest.fail.Exception, match="required here"):
+        tools.guest_kernel("debian-rt")
