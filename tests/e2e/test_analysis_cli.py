@@ -184,7 +184,8 @@ def test_import_cyclictest(db: Path, tmp_path: Path) -> None:
     f.write_text(CYCLICTEST)
     r = rtbench("import-cyclictest", str(f), "--label", "tool=cyclictest")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert re.search(r"CYCLICTEST-T0\s+│ latency\s+│ µs\s+│\s+100 │\s+4\.000 │\s+4\.690", r.stdout)
+    row = r"JIT-PER\s+│ latency\[cpu=0\]\s+│ µs\s+│\s+100 │\s+4\.000 │\s+4\.690"
+    assert re.search(row, r.stdout), r.stdout
     assert "stored as run 1" in r.stdout
     r = rtbench("runs", "--label", "tool=cyclictest")
     assert re.search(r"│ 1 .*│ b ", r.stdout), r.stdout
@@ -205,7 +206,35 @@ def test_import_a_real_cyclictest_file(db: Path, tmp_path: Path) -> None:
         pytest.skip(f"cyclictest could not run here: {run.stderr.strip()[:200]}")
     r = rtbench("import-cyclictest", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert re.search(r"CYCLICTEST-T0\s+│ latency\s+│ µs\s+│\s+1000 │", r.stdout), r.stdout
+    assert re.search(r"JIT-PER\s+│ latency\[cpu=\d+\]\s+│ µs\s+│\s+1000 │", r.stdout), r.stdout
     r = rtbench("export", "1", "--format", "csv", "-o", "-")
     row = r.stdout.splitlines()[1].split(",")
-    assert row[4:9] == ["CYCLICTEST-T0", "latency", "", "ns", "1000"]
+    assert row[4:6] == ["JIT-PER", "latency"] and row[6].startswith("cpu=")
+    assert row[7:9] == ["ns", "1000"]
+
+
+def test_cyclictest_beside_a_jit_per_run(db: Path, tmp_path: Path, agent: Path) -> None:
+    """An imported cyclictest file and a JIT-PER run on the same CPUs:
+    `compare` lines up latency[cpu=N] with latency[cpu=N], and `report` of
+    the two writes a comparison (it crashed with a traceback)."""
+    f = tmp_path / "ct.json"
+    two = CYCLICTEST.replace('"num_threads": 1', '"num_threads": 2').replace(
+        '"cpu": 0, "node": 0}}',
+        '"cpu": 0, "node": 0},\n             "1": {"histogram": {"6": 100}, "cycles": 100,'
+        ' "min": 6, "max": 6, "avg": 6.00, "cpu": 1, "node": 0}}',
+    )
+    f.write_text(two)
+    assert rtbench("import-cyclictest", str(f)).returncode == 0
+    r = rtbench("run", "-c", "JIT-PER", "--cpus", "0,1", "--set", "JIT-PER.period_us=1000",
+                "--set", "JIT-PER.cycles=200", "--set", "JIT-PER.load_threads=0")  # fmt: skip
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    r = rtbench("compare", "1", "2", "--format", "json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = {row["series"]: row for row in json.loads(r.stdout)["comparison"]}
+    for cpu in (0, 1):
+        row = rows[f"latency[cpu={cpu}]"]
+        assert row["run_1"] is not None and row["run_2"] is not None, row
+    page = tmp_path / "both.html"
+    r = rtbench("report", "1", "2", "-o", str(page))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert "latency[cpu=1]" in page.read_text(encoding="utf-8")

@@ -161,13 +161,17 @@ CYCLICTEST = """{
 
 def test_cyclictest_import() -> None:
     run = parse_cyclictest(CYCLICTEST, "x.json")
-    assert [c.case for c in run.cases] == ["CYCLICTEST-T0", "CYCLICTEST-T1"]
+    # One JIT-PER case, a latency series per thread keyed by its CPU, as
+    # `rtbench run -c JIT-PER --cpus LIST` keys its own.
+    assert [c.case for c in run.cases] == ["JIT-PER"]
+    assert [s.label for s in run.cases[0].series] == ["latency[cpu=0]", "latency[cpu=1]"]
+    assert {s.kind for s in run.cases[0].series} == {"latency"}
     assert run.realtime and run.hello["params"]["priority"] == 80
     assert run.hello["version"] == "2.40" and run.target == "board7"
     assert run.started_at == "2026-11-21T17:45:53+00:00"
     assert run.machine["preemption"]["model"] == "PREEMPT_RT"
     assert run.complete and run.outcome == "passed"
-    t0, t1 = (c.series[0] for c in run.cases)
+    t0, t1 = run.cases[0].series
     assert (t0.n, t0.min, t0.max, t0.sum) == (1000, 9000, 150_000, 9_950_000)
     assert t0.hist is not None and t0.hist.layout["width"] == 1000
     assert t0.hist.layout["buckets"] == 200 and t0.hist.overflow == 0
@@ -176,7 +180,7 @@ def test_cyclictest_import() -> None:
     assert st.pct[99.99] == 150_000  # rank n: the exact max
     # thread 1: 2 cycles fell beyond the 200-µs histogram
     assert t1.hist is not None and t1.hist.overflow == 2 and t1.max == 391_000
-    assert any(w.code == "hist_overflow" for w in run.cases[1].warnings)
+    assert any(w.code == "hist_overflow" and "thread 1" in w.detail for w in run.cases[0].warnings)
     assert series_stats(t1).pct_range[99.9] == (200_000, 391_000)
 
 
@@ -190,7 +194,7 @@ def test_cyclictest_without_histogram_in_ns_and_nan() -> None:
     text = text.replace('"histogram": {\n        "8": 998\n      }', '"histogram": {}')
     run = parse_cyclictest(text)
     assert not run.realtime
-    t0, t1 = (c.series[0] for c in run.cases)
+    t0, t1 = run.cases[0].series
     assert (t0.min, t0.max) == (9, 150)  # already ns
     assert (t1.n, t1.min, t1.max, t1.hist) == (0, None, None, None)
 
@@ -203,3 +207,24 @@ def test_cyclictest_without_histogram_in_ns_and_nan() -> None:
 def test_bad_cyclictest_files(text: str, message: str) -> None:
     with pytest.raises(CyclictestError, match=message):
         parse_cyclictest(text)
+
+
+def test_cyclictest_beside_a_jit_per_run_lines_up_per_cpu() -> None:
+    """A cyclictest file and a JIT-PER run on the same CPUs: compare pairs
+    latency[cpu=N] with latency[cpu=N], and the comparison report renders
+    (it crashed with a traceback when nothing paired)."""
+    from test_analysis_fixtures import C, S, build_run
+
+    from rtbench.analysis.compare import compare_runs
+    from rtbench.reports.html import html_report
+
+    ct = parse_cyclictest(CYCLICTEST, "x.json")
+    jit = build_run([C("JIT-PER", [S("latency", [9000, 9500, 12000], {"cpu": cpu},
+                                     kind="latency") for cpu in (0, 1)])])  # fmt: skip
+    cmp = compare_runs([jit, ct], "max")
+    rows = {r.label: r for r in cmp.rows}
+    assert set(rows) == {"latency[cpu=0]", "latency[cpu=1]"}
+    assert all(None not in r.values and r.unit == "ns" for r in rows.values())
+    assert rows["latency[cpu=0]"].values == [12000.0, 150_000.0]
+    page = html_report([jit, ct])
+    assert "latency[cpu=1]" in page and "Traceback" not in page

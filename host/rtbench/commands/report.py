@@ -115,22 +115,25 @@ def report(
     # Runs sharing their labels (but for a repetition's) are one column, the
     # test over its runs (rtbench.analysis.compare), as in `compare`.
     from rtbench.ab import column
-    from rtbench.analysis.compare import configurations
+    from rtbench.analysis.compare import NothingInCommon, configurations
 
     members = configurations(loaded) if len(loaded) > 1 else [loaded]
     runs = [column(g) for g in members]
     # Imported here: matplotlib and the analysis take a second to import,
     # which every other command would pay for.
     kind = "comparison" if len(runs) > 1 else "report"
-    with busy(f"writing the {kind} to {'stdout' if output == '-' else output}"):
-        if _format_for(fmt, output) == "markdown":
-            from rtbench.reports.markdown import render_markdown
+    try:
+        with busy(f"writing the {kind} to {'stdout' if output == '-' else output}"):
+            if _format_for(fmt, output) == "markdown":
+                from rtbench.reports.markdown import render_markdown
 
-            _write(render_markdown(runs, indicator, members), output)
-        else:
-            from rtbench.reports.html import html_report
+                _write(render_markdown(runs, indicator, members), output)
+            else:
+                from rtbench.reports.html import html_report
 
-            _write(html_report(runs, indicator, members), output)
+                _write(html_report(runs, indicator, members), output)
+    except NothingInCommon as e:
+        fail(str(e))  # a clear error (exit 2), not a traceback
     if output != "-":
         out.print(f"wrote the {kind} to {output}", highlight=False)
 

@@ -8,11 +8,15 @@ to two decimals. Values past the histogram's size (-h N) are counted in no
 bucket: they show here as overflow (cycles - the buckets' sum); the exact max
 is kept apart, as in rtbench's own histograms.
 
-Each thread becomes one case, CYCLICTEST-T<i>, with one series `latency`
-(in ns, as everything in rtbench). The sum is rebuilt from the rounded
-average, so the mean is good to 0.005 µs. Whether the threads ran at a
-real-time priority is read from the command line (-p N / --priority=N):
-the file says nothing else about it.
+The threads become one case, JIT-PER, the same measurement (a periodic
+SCHED_FIFO release, latency from the planned wake-up): one series
+`latency[cpu=N]` per thread, as `rtbench run -c JIT-PER --cpus LIST` names
+its own (`latency[thread=i]` when the file does not say a thread's CPU, or
+two threads share one), in ns and of kind latency, so `compare` and
+`report` set a cyclictest file beside a JIT-PER run series by series.
+The sum is rebuilt from the rounded average, so the mean is good to
+0.005 µs. Whether the threads ran at a real-time priority is read from the
+command line (-p N / --priority=N): the file says nothing else about it.
 
 rt-tests writes this JSON with fprintf: some versions put a stray colon in
 two keys ("cmdline:") and leave the command line unescaped, and a thread
@@ -29,9 +33,9 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
-from rtbench.model import CaseResult, Histogram, Run, Series, Warning
+from rtbench.model import CaseResult, Histogram, Point, Run, Series, Warning
 
-CASE_PREFIX = "CYCLICTEST-T"
+CASE = "JIT-PER"
 SERIES = "latency"
 _NAN = re.compile(r"(?<=[:\s])-?nan\b", re.IGNORECASE)
 _CMDLINE = re.compile(r'^(\s*"cmdline:?"\s*:\s*")(.*)(",\s*)$', re.MULTILINE)
@@ -102,10 +106,10 @@ def _histogram(
     )
 
 
-def _thread_case(
-    index: str, t: dict[str, Any], scale: int, size: int | None, ok: bool
-) -> CaseResult:
-    cid = f"{CASE_PREFIX}{index}"
+def _thread_series(
+    index: str, t: dict[str, Any], scale: int, size: int | None, point: Point
+) -> tuple[Series, list[Warning]]:
+    cid = CASE
     cycles = int(t.get("cycles") or 0)
     avg = t.get("avg")
     lo = int(t["min"]) * scale if cycles else None
@@ -116,20 +120,36 @@ def _thread_case(
         hist = _histogram(t.get("histogram") or {}, cycles, (lo, hi), scale, size)
     if hist is not None:
         hist.sum = total
-    s = Series(case=cid, name=SERIES, unit="ns", hist=hist, n=cycles, min=lo, max=hi, sum=total)
+    s = Series(
+        case=cid, name=SERIES, point=point, unit="ns", hist=hist, n=cycles, min=lo, max=hi,
+        sum=total, kind="latency", attrs={"thread": int(index)},
+    )  # fmt: skip
     warnings = []
     if hist is not None and hist.overflow:
         warnings.append(
-            Warning("hist_overflow", f"{hist.overflow} samples beyond the histogram", cid)
+            Warning("hist_overflow", f"thread {index}: {hist.overflow} beyond the histogram", cid)
         )
-    cpu = t.get("cpu")
+    return s, warnings
+
+
+def _case(threads: list[tuple[str, Any]], scale: int, size: int | None, ok: bool) -> CaseResult:
+    """JIT-PER with one latency series per thread, keyed by CPU when each
+    thread has its own."""
+    cpus = [t.get("cpu") for _, t in threads]
+    by_cpu = all(isinstance(c, int) for c in cpus) and len(set(cpus)) == len(cpus)
+    series, warnings = [], []
+    for (index, t), cpu in zip(threads, cpus, strict=True):
+        point: Point = {"cpu": cpu} if by_cpu else {"thread": int(index)}
+        s, w = _thread_series(index, t, scale, size, point)
+        series.append(s)
+        warnings += w
     return CaseResult(
-        case=cid,
-        title=f"cyclictest thread {index}" + (f" (CPU {cpu})" if cpu is not None else ""),
-        params={"thread": int(index), "cpu": cpu, "node": t.get("node")},
+        case=CASE,
+        title="Periodic task release jitter (cyclictest, imported)",
+        params={"source": "cyclictest", "threads": len(threads)},
         outcome="passed" if ok else "error",
         reason="" if ok else "cyclictest exited with an error",
-        series=[s],
+        series=series,
         warnings=warnings,
     )
 
@@ -168,7 +188,7 @@ def parse_cyclictest(text: str, name: str = "cyclictest.json") -> Run:
     size = _int_option(_HIST, cmdline)
     try:
         threads = sorted(doc["thread"].items(), key=lambda kv: int(kv[0]))
-        cases = [_thread_case(i, t, scale, size, ok) for i, t in threads]
+        cases = [_case(threads, scale, size, ok)] if threads else []
     except (KeyError, TypeError, ValueError) as e:
         raise CyclictestError(f"a thread's figures do not read: {type(e).__name__}: {e}") from e
     return Run(
