@@ -5,7 +5,6 @@ one tick period apart."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,10 +13,7 @@ from helpers import rtbench
 
 from rtbench.stream import load_run
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("qemu-system-arm") is None or shutil.which("arm-none-eabi-gcc") is None,
-    reason="qemu-system-arm and arm-none-eabi-gcc are needed (.ci/run installs them)",
-)
+pytestmark = pytest.mark.tools("qemu-system-arm", "gcc-arm-none-eabi", "libnewlib-arm-none-eabi")
 
 
 def test_the_tick_is_the_noise(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ the 1 kHz tick, whose handler takes its share of each window.)"""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,10 +14,7 @@ from helpers import rtbench
 
 from rtbench.stream import load_run
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("qemu-system-arm") is None or shutil.which("arm-none-eabi-gcc") is None,
-    reason="qemu-system-arm and arm-none-eabi-gcc are needed (.ci/run installs them)",
-)
+pytestmark = pytest.mark.tools("qemu-system-arm", "gcc-arm-none-eabi", "libnewlib-arm-none-eabi")
 
 
 def _scores(tmp_path: Path, name: str) -> dict[str, tuple[int, int]]:

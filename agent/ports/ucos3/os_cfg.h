@@ -33,7 +33,7 @@
 #define OS_CFG_FLAG_MODE_CLR_EN 0u
 #define OS_CFG_FLAG_PEND_ABORT_EN 0u
 
-#define OS_CFG_MEM_EN 0u
+#define OS_CFG_MEM_EN 1u
 
 #define OS_CFG_MUTEX_EN 1u
 #define OS_CFG_MUTEX_DEL_EN 1u

@@ -39,6 +39,7 @@ set(_arch ARM-Cortex-M/ARMv7-M)
 add_library(ucos3_kernel STATIC
   ${_os}/Source/os_core.c
   ${_os}/Source/os_cfg_app.c
+  ${_os}/Source/os_mem.c
   ${_os}/Source/os_msg.c
   ${_os}/Source/os_mutex.c
   ${_os}/Source/os_prio.c
