@@ -37,6 +37,7 @@ static const char *const sites[RTB_INJ_COUNT] = {
     [RTB_INJ_STIM_SKEW] = "stim_skew",
     [RTB_INJ_SCHED_NOLOCK] = "sched_nolock",
     [RTB_INJ_STALL] = "stall",
+    [RTB_INJ_WAKE_DELAY] = "wake_delay",
 };
 
 int rtb_inject_set(const char *assignment)

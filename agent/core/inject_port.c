@@ -358,6 +358,16 @@ WRAPPED(int, rtb_event_arm, (rtb_event * e, rtb_time when, rtb_time period))
     return __real_rtb_event_arm(e, when, period);
 }
 
+/* ---- a late wake-up (JIT-PER's known answer beside the kernel's timerlat:
+ * the task wakes on time and then spins, so only the user-space figure moves) */
+
+WRAPPED(int, rtb_sleep_until, (rtb_time when))
+{
+    int rc = __real_rtb_sleep_until(when);
+    RTB_INJECT_DELAY(RTB_INJ_WAKE_DELAY);
+    return rc;
+}
+
 /* ---- the measurement clock: stepping back, or skewed across CPUs ------ */
 
 WRAPPED(rtb_time, rtb_ts_now, (void))

@@ -405,6 +405,7 @@ typedef enum {
     RTB_INJ_STIM_SKEW,     /* RSP-IO: the stimulator's clock reads NS ahead */
     RTB_INJ_SCHED_NOLOCK,  /* a broken scheduler lock: rtb_sched_lock locks nothing */
     RTB_INJ_STALL,         /* CLK-DUR: the measuring thread blocks NS once, mid-window */
+    RTB_INJ_WAKE_DELAY,    /* a late wake-up: busy-wait NS after every rtb_sleep_until */
     RTB_INJ_COUNT
 } rtb_inject_site;
 

@@ -238,8 +238,6 @@ def _write(path: Path, text: str) -> None:
 def _check_settings(flavor: Flavor, arch: str | None, static: bool) -> None:
     if arch is not None and arch not in ARCHES:
         raise BuildError(f"unknown architecture {arch!r}: choose one of {', '.join(ARCHES)}")
-    if static and flavor == "test":
-        raise BuildError("the test build cannot be static: its sanitizers link dynamically")
 
 
 def _check_tools(arch: str | None) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import tools
 
+from rtbench.build import ensure_agent
 from rtbench.model import Run
 from rtbench.session import collect
 from rtbench.store import Store
@@ -109,3 +110,33 @@ def test_guest_stores_its_kernel_model_and_arch(
             irqs = [s for s in case.series if s.name == "kernel.irq" and s.point]
             assert any(s.point.get("irq") == "arch_timer" for s in irqs), case.case
             assert any("QEMU guest" in w.detail for w in case.warnings if w.code == "trace")
+
+
+def test_a_late_wake_up_moves_jit_per_and_not_the_kernels_figures() -> None:
+    # The known answer: the test build's fault spins 5 ms after every
+    # wake-up of the agent (`wake_delay`), which JIT-PER must show and the
+    # kernel's own timerlat, measured in the same guest, must not.
+    kernel = kernels.fetch("debian-rt")
+    assert kernel.timerlat
+    target = resolve("qemu:debian-rt?accel=tcg")
+    assert isinstance(target, QemuTarget)
+    transport = target.transport(ensure_agent("test", static=True))
+    try:
+        run = collect(
+            transport, ["--inject=wake_delay=5000000", "JIT-PER:period_us=20000:cycles=50"]
+        )
+    finally:
+        transport.stop()
+    jit = run.case("JIT-PER")
+    assert jit is not None, run.issues
+    latency = jit.find("latency")
+    irq, thread = jit.find("kernel_irq_latency"), jit.find("kernel_thread_latency")
+    assert latency is not None and irq is not None and thread is not None
+    assert latency.min is not None and latency.min >= INJECTED_NS
+    assert irq.min is not None and irq.min < INJECTED_NS
+    assert thread.min is not None and thread.min < INJECTED_NS
+    check = {c.name: c for c in jit.checks}["above_kernel_timerlat"]
+    assert check.verdict == "pass", check.detail
+
+
+INJECTED_NS = 5_000_000
