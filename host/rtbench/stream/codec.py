@@ -167,7 +167,9 @@ def _positions(buf: UInt8Array) -> UInt8Array:
 
 def _varint_values(buf: UInt8Array, ends: IntArray) -> UInt64Array:
     """Decode every LEB128 varint in `buf`, whose last bytes are at `ends`."""
-    parts = (buf & _LOW7).astype(np.uint64) << (_positions(buf) * np.uint8(7))
+    # In place where it can be: each temporary is 8 bytes a data byte.
+    parts = (buf & _LOW7).astype(np.uint64)
+    np.left_shift(parts, _positions(buf) * np.uint8(7), out=parts)
     # The parts of one varint occupy disjoint bits, so their sum is the
     # varint's value; differences of one running sum give every varint's sum.
     at_ends = np.cumsum(parts, out=parts)[ends]
@@ -178,7 +180,12 @@ def _varint_values(buf: UInt8Array, ends: IntArray) -> UInt64Array:
 
 
 def _unzigzag(z: UInt64Array) -> UInt64Array:
-    return (z >> _U1) ^ (np.uint64(0) - (z & _U1))
+    """(z >> 1) ^ -(z & 1), in place in `z` (one temporary, not three)."""
+    sign = z & _U1
+    np.negative(sign, out=sign)  # 0 or all ones: uint64 wraps
+    np.right_shift(z, _U1, out=z)
+    np.bitwise_xor(z, sign, out=z)
+    return z
 
 
 def _decode_block(chunks: Sequence[tuple[str | bytes, int]], first: int) -> UInt64Array:
