@@ -199,7 +199,10 @@ class Run:
 
     @property
     def complete(self) -> bool:
-        return self.bye is not None and not any(i.kind in ("gap", "truncated") for i in self.issues)
+        # A refused record (CRC-valid, contents the schema refuses) is lost
+        # as surely as a missing one: damage, like a gap (docs/outcomes.md).
+        lost = ("gap", "truncated", "damaged")
+        return self.bye is not None and not any(i.kind in lost for i in self.issues)
 
     @property
     def emulated(self) -> str | None:

@@ -183,7 +183,8 @@ def test_damaged_file_issues(name: str) -> None:
     assert [(i.kind, i.line) for i in result.issues] == expect.parse
     assert [(i.kind, i.line) for i in run.issues] == expect.run
     assert len(result.log) == expect.log
-    whole = ("repeated_seq", "bad_base64", "swapped_lines", "out_of_spec")
+    # A refused record (bad base64, out of spec) is damage: incomplete.
+    whole = ("repeated_seq", "swapped_lines")
     assert run.complete == (name.removeprefix("damaged_").removesuffix(".rtb") in whole)
 
 
@@ -294,7 +295,7 @@ def test_bad_base64() -> None:
     series = case.find("latency") if case else None
     assert series is not None and series.samples is not None
     assert (len(series.samples), series.holes) == (16, 4)
-    assert run.complete  # the stream is whole; the issue says what is missing
+    assert not run.complete  # the stream is whole, but a refused chunk is damage
 
 
 def test_bad_records() -> None:

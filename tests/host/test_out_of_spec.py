@@ -186,8 +186,9 @@ def test_ingest_of_the_crash_kinds(name: str, tmp_path: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(main, ["--db", db, "ingest", str(stream)])
     no_crash(result)
-    # Every record arrived: the run is complete and its cases passed.
-    assert result.exit_code == 0, result.output
+    # Every record arrived and the cases passed; a refused record is damage:
+    # the run is incomplete, exit 2 (docs/outcomes.md).
+    assert result.exit_code == (2 if kind == "damaged" else 0), result.output
     with Store(db) as store:
         run = store.load(1)
     assert [(i.kind, i.line) for i in run.issues] == ([(kind, line)] if kind else [])
@@ -254,7 +255,7 @@ def test_the_out_of_spec_corpus_stream_end_to_end(tmp_path: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(main, ["--db", db, "ingest", str(stream)])
     no_crash(result)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 2, result.output  # refused records: incomplete
     for args in (
         ["show", "1"],
         ["analyze", "1"],

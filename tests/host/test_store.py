@@ -111,7 +111,7 @@ def rich_run() -> Run:
         cases=[cal, thr, unsupported],
         warnings=[Warning("not_realtime", "run-wide"), Warning("affinity", "pinned", "THR-SW")],
         issues=[
-            StreamIssue("damaged", "crc mismatch", 12),
+            StreamIssue("order", "seq 12 put back", 12),
             StreamIssue("duplicate", "seq 4 again"),
         ],
         bye={"result": "failed", "records": 57},

@@ -34,9 +34,9 @@ from rtbench.commands.common import (
     EXIT,
     busy,
     check_output,
+    check_store_writable,
     err,
     fail,
-    open_store,
     out,
     parse_labels,
     say,
@@ -195,7 +195,7 @@ def ab(
             fail(f"{cfg.name} ({cfg.describe()}): {refused}")
     if json_out is not None:
         check_output(json_out)
-    open_store(ctx).close()  # a store that cannot open says so before the runs
+    check_store_writable(ctx)  # a store that cannot take runs says so before them
     switch: PreemptSwitch | None = None
     if any(cfg.preempt for cfg in sides):
         switch = PreemptSwitch()

@@ -132,6 +132,16 @@ def store_path(ctx: click.Context) -> StoreLocation:
         fail(str(e))
 
 
+def check_store_writable(ctx: click.Context) -> None:
+    """Fails (exit 2) when the store cannot take a run: said before a run
+    measures, not after (a read-only store)."""
+    with open_store(ctx) as store:
+        try:
+            store.check_writable()
+        except StoreError as e:
+            fail(f"the store {store.location} cannot store a run: {e}")
+
+
 def open_store(ctx: click.Context, recover: bool = True) -> Store:
     """The store; first, the runs of hosts that died while measuring are
     stored from their journals (`rtbench.recovery`), said on stderr."""
@@ -184,7 +194,10 @@ def selection_options(f: Callable[..., Any]) -> Callable[..., Any]:
                 "--label", "labels", multiple=True, metavar="KEY=VALUE", help="Tag the run(s)."
             ),
             click.option(
-                "--cpu", type=int, default=None, help="Measurement CPU (default: the last)."
+                "--cpu",
+                type=click.IntRange(0),
+                default=None,
+                help="Measurement CPU (default: the last).",
             ),
             click.option("--priority", type=click.IntRange(1, 97), default=80, show_default=True),
             click.option(

@@ -19,6 +19,7 @@ from rtbench.commands.common import (
     EXIT,
     busy,
     check_output,
+    check_store_writable,
     err,
     fail,
     open_store,
@@ -244,7 +245,7 @@ def run(
         label_map.setdefault("load", load)
     args += [p.agent_arg() for p in plan]
     if not no_store:
-        open_store(ctx).close()  # a store that cannot open says so before the run
+        check_store_writable(ctx)  # a store that cannot take the run says so before it
     if repeat > 1:
         # Repetitions of one configuration: `compare` groups runs by their
         # labels but for `repeat`, so one repeat_id makes them one group.
@@ -360,7 +361,7 @@ def ingest(
     `--save-stream` file, or a run rtbench could not store (its journal).
     A run the store holds already (the same identity) is not stored again."""
     label_map = parse_labels(labels)
-    open_store(ctx).close()
+    check_store_writable(ctx)
     interrupted = False
     try:
         result = read_stream(file)

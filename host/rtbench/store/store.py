@@ -135,6 +135,13 @@ class Store:
 
     # -- runs --
 
+    def check_writable(self) -> None:
+        """StoreError when the store cannot take a run (a read-only file,
+        folder or mount, a database role without the right to insert):
+        found before a run measures, not after. Writes nothing."""
+        with self._transaction(write=True) as db:
+            db.run("INSERT INTO runs SELECT * FROM runs WHERE 1 = 0")
+
     def save(self, run: Run, *, copy: bool = False) -> int:
         """Store `run` as a new run (one transaction); set and return its id.
 

@@ -242,7 +242,7 @@ def _pairs(value: list[Any], where: str) -> None:
 
 
 _PROGRESS_CPU = obj(
-    fields(cpu=req(WIRE_INT), n=req(U64), last=opt(WIRE_INT), max=opt(WIRE_INT), sum=req(WIRE_INT))
+    fields(cpu=req(U64), n=req(U64), last=opt(WIRE_INT), max=opt(WIRE_INT), sum=req(WIRE_INT))
 )
 
 
@@ -289,7 +289,7 @@ RECORDS: dict[str, Fields] = {
         case=req(text),
         series=req(text),
         point=opt(point),
-        cpu=opt(WIRE_INT),
+        cpu=opt(U64),  # a CPU index is never below 0
         index=req(U64),
         value=req(WIRE_INT),
         threshold=opt(WIRE_INT),
