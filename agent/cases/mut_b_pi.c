@@ -118,7 +118,7 @@ static bool scenario(rtb_ctx *ctx, unsigned flags, rtb_time hold, tally *t)
 static const char *describe(char *buf, size_t cap, const char *kind, const tally *t)
 {
     snprintf(buf, cap,
-             "%s mutex: medium ran while high waited in %d of %d rounds (%d could not be set "
+             "%s medium ran while high waited in %d of %d rounds (%d could not be set "
              "up); high waited up to %lld ns",
              kind, t->inverted, t->rounds - t->invalid, t->invalid, (long long)t->max_wait);
     return buf;
@@ -135,8 +135,14 @@ static rtb_result run(rtb_ctx *ctx)
         scenario(ctx, RTB_MUTEX_PI, hold, &pi);
     }
     char dc[384], dp[384];
-    describe(dc, sizeof dc, "plain", &plain);
-    describe(dp, sizeof dp, "PI", &pi);
+    describe(dc, sizeof dc, "plain mutex:", &plain);
+    /* The kernel's own protocol for an RTB_MUTEX_PI mutex: a ceiling is
+     * never reported as inheritance. */
+    const char *proto = ctx->port->mutex_protocol[0] ? ctx->port->mutex_protocol
+                                                     : "priority inheritance";
+    char kind[200];
+    snprintf(kind, sizeof kind, "inversion-safe mutex (%s):", proto);
+    describe(dp, sizeof dp, kind, &pi);
     if (!ctx->port->realtime) {
         rtb_emit_check_skip(ctx, "control", "needs real-time priority (%s); saw: %s",
                             ctx->port->rt_detail, dc);

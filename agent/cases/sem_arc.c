@@ -186,8 +186,17 @@ static rtb_result run(rtb_ctx *ctx)
     int points = rtb_param_list(ctx, "waiters", &ws);
     int64_t rounds = rtb_param(ctx, "rounds");
     rtb_result worst = RTB_PASSED;
-    for (int i = 0; i < points && worst == RTB_PASSED; i++)
+    for (int i = 0; i < points && worst == RTB_PASSED; i++) {
+        /* More waiters than priorities below the runner's: they would
+         * share one, which a kernel of one task per priority refuses. */
+        if (ctx->port->one_task_per_priority && ws[i] > TOP_PRIO - 1) {
+            rtb_emit_check_skip(ctx, "threads", "W=%lld: more waiters than the %d priorities "
+                                "below the runner's; %s", (long long)ws[i], TOP_PRIO - 1,
+                                ctx->port->one_task_detail);
+            continue;
+        }
         worst = run_point(ctx, (int)ws[i], rounds);
+    }
     return worst;
 }
 

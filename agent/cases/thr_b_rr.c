@@ -319,4 +319,5 @@ const rtb_case rtb_case_thr_b_rr = {
     .params = params,
     .nparams = sizeof params / sizeof params[0],
     .run = run,
+    .unsupported_here = rtb_needs_shared_priorities,
 };

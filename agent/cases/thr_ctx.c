@@ -197,5 +197,6 @@ const rtb_case rtb_case_thr_ctx = {
     .params = params,
     .nparams = sizeof params / sizeof params[0],
     .run = run,
+    .unsupported_here = rtb_needs_shared_priorities,
     .tasks = "n",
 };

@@ -19,6 +19,11 @@ const rtb_port_info *rtb_port(void)
     return &info;
 }
 
+const char *rtb_needs_shared_priorities(const rtb_port_info *port)
+{
+    return port->one_task_per_priority ? port->one_task_detail : NULL;
+}
+
 const char *rtb_case_unsupported(const rtb_case *c)
 {
     if (c->unsupported)

@@ -274,6 +274,8 @@ typedef struct rtb_case {
     /* Asks the port (e.g. THR-LOCK: a scheduler lock): why this port cannot
      * run it, or NULL. Optional. */
     const char *(*unsupported_here)(const rtb_port_info *port);
+    /* (rtb_needs_shared_priorities: for a case whose threads share a
+     * priority or yield to an equal, on a kernel of one task per priority.) */
     /* How long the case means to run with its resolved parameters (ns);
      * the hard deadline is 3x this plus the slack. NULL: its `duration_ms`
      * parameter times its sweep points (0 without one). */
@@ -291,6 +293,9 @@ extern const int rtb_ncases;
 const rtb_case *rtb_case_find(const char *id);
 /* Why the case cannot run on this port, or NULL (static or asked). */
 const char *rtb_case_unsupported(const rtb_case *c);
+/* unsupported_here of a case whose threads share a priority or yield to an
+ * equal: the port's reason on a kernel of one task per priority (uC/OS-II). */
+const char *rtb_needs_shared_priorities(const rtb_port_info *port);
 
 /* ---- the portable runner (runner.c, plan.c) ---------------------------- */
 

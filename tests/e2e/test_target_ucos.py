@@ -33,12 +33,28 @@ KERNELS = {
     "ucos3": ("uC/OS-III", "v3.08.02", {
         "SEM-B-REL": {"release_order"},
         "MUT-B-PI": {"control", "pi"},
+        "MUT-ARC": {"inheritance"},
         "THR-B-NEW": {"lower_waits", "equal_tail", "equal_runs_on_yield", "higher_preempts"},
         "SEM-B-LCK": {"take_until_zero", "give_increments", "blocks_at_zero",
                       "give_wakes_waiter", "waiter_consumes"},
         "THR-LOCK": {"lock_holds"},
     }),
+    # One task per priority, a priority ceiling for the mutex: no check of
+    # equal priorities, and MUT-ARC's check names the ceiling.
+    "ucos2": ("uC/OS-II", "v2.93.01", {
+        "SEM-B-REL": {"release_order"},
+        "MUT-B-PI": {"control", "pi"},
+        "MUT-ARC": {"ceiling"},
+        "THR-B-NEW": {"lower_waits", "higher_preempts"},
+        "SEM-B-LCK": {"take_until_zero", "give_increments", "blocks_at_zero",
+                      "give_wakes_waiter", "waiter_consumes"},
+        "THR-LOCK": {"lock_holds"},
+    }),
 }  # fmt: skip
+# What uC/OS-II cannot run as specified: unsupported with the kernel's
+# reason, never an error and never emulated into a pass.
+ONE_TASK_PER_PRIORITY = {"THR-SW", "THR-CTX", "THR-B-RR"}
+LOADS_SHARE_A_PRIORITY = {"THR-PRE", "IRQ-RSP", "JIT-PER"}
 
 pytestmark = pytest.mark.tools("qemu-system-arm", "gcc-arm-none-eabi", "libnewlib-arm-none-eabi")
 
@@ -78,6 +94,20 @@ def test_the_quick_suite_runs(port: str) -> None:
     for case, names in behaviour.items():
         for name in names:
             assert checks.get((case, name)) == "pass", (case, name, checks.get((case, name)))
+    if port == "ucos2":
+        outcome = {c.case: c for c in run.cases}
+        for case in ONE_TASK_PER_PRIORITY | LOADS_SHARE_A_PRIORITY:
+            assert outcome[case].outcome == "unsupported", (case, outcome[case].outcome)
+            assert "one task per priority" in outcome[case].reason, outcome[case].reason
+        skipped = {k.name: k for k in outcome["THR-B-NEW"].checks if k.verdict == "skip"}
+        assert set(skipped) == {"equal_tail", "equal_runs_on_yield"}
+        # The mutex cases say which protocol avoided the inversion.
+        for case in ("MUT-B-PI", "MUT-ARC"):
+            text = " ".join(k.detail for k in outcome[case].checks)
+            assert "priority ceiling" in text and "inheritance" not in text, text
+    else:
+        pi = next(k for k in run.case("MUT-B-PI").checks if k.name == "pi")  # type: ignore[union-attr]
+        assert "priority inheritance" in pi.detail
     meta = run.machine["target"]
     assert (meta["os"], meta["os_version"], meta["port"]) == (os_name, version, port)
     assert (meta["kernel"], meta["kernel_version"]) == (os_name, version)
@@ -139,8 +169,18 @@ CONTROLS = [
 ]
 
 
-@pytest.mark.parametrize("port", sorted(KERNELS))
-@pytest.mark.parametrize(("fault", "case", "fails"), CONTROLS, ids=[c[0] for c in CONTROLS])
+# uC/OS-II: no inheritance to remove (mutex_nopi), and THR-B-NEW's
+# equal-priority checks do not run there.
+PORT_CONTROLS = [("ucos3", *c) for c in CONTROLS] + [
+    ("ucos2", f, c, fails - {"equal_tail", "equal_runs_on_yield"})
+    for f, c, fails in CONTROLS
+    if f != "mutex_nopi=1"
+]
+
+
+@pytest.mark.parametrize(
+    ("port", "fault", "case", "fails"), PORT_CONTROLS, ids=[f"{c[0]}-{c[1]}" for c in PORT_CONTROLS]
+)
 def test_negative_controls_fail(port: str, fault: str, case: str, fails: set[str]) -> None:
     tools.firmware(port, BOARD, "test")
     run, _ = _measure(["--inject", fault, case], _spec(port, "flavor=test"))

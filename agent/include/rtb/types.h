@@ -48,6 +48,15 @@ typedef struct rtb_port_info {
     bool sched_lock;       /* rtb_sched_lock works (THR-LOCK runs) */
     char sched_lock_detail[256]; /* why not, when not */
     bool loads;            /* background loads (set by the core) */
+    /* A kernel that runs one task per priority (uC/OS-II): threads cannot
+     * share a priority and rtb_thread_yield has no equal to switch to; the
+     * cases that need either are unsupported, with this detail. */
+    bool one_task_per_priority;
+    char one_task_detail[192];
+    /* What an RTB_MUTEX_PI mutex does against inversion, when it is not
+     * priority inheritance (uC/OS-II: a priority ceiling); "" means
+     * inheritance. MUT-B-PI and MUT-ARC name it and never claim more. */
+    char mutex_protocol[160];
     /* The CPU's power management during the run, as the port left it
      * (Linux: C-states held off through /dev/cpu_dma_latency, as cyclictest
      * does); NULL where the port does nothing about it. */

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The uC/OS-II port's configuration (rtb/config.h lists the macros),
+ * sized like the FreeRTOS port's so the kernels compare on the same board.
+ * A thread is a pointer into the port's pool; a semaphore, mutex or queue
+ * a pointer to its OS_EVENT (the kernel's pool, OS_MAX_EVENTS). */
+#ifndef RTB_PORT_CONFIG_H
+#define RTB_PORT_CONFIG_H
+
+#define RTB_THREAD_STORAGE 16
+#define RTB_SEM_STORAGE 64
+#define RTB_MUTEX_STORAGE 64
+#define RTB_QUEUE_STORAGE 32
+#define RTB_EVENT_STORAGE 48
+#define RTB_STORAGE_ALIGN 8
+
+#define RTB_THREAD_STACK 2048
+#define RTB_MAX_CPUS 1
+#define RTB_MAX_SAMPLES_DEFAULT 2000
+#define RTB_MAX_SAMPLES_LIMIT 200000
+#define RTB_MAX_RUN 64
+#define RTB_STREAM_BODY_CAP 8192
+#define RTB_HIST_BUCKETS 1024
+#define RTB_GAP_THRESHOLD_READS 4
+
+#endif
