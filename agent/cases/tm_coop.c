@@ -43,4 +43,5 @@ const rtb_case rtb_case_tm_coop = {
     .params = params,
     .nparams = sizeof params / sizeof params[0],
     .run = run,
+    .unsupported_here = rtb_needs_shared_priorities,
 };

@@ -53,7 +53,7 @@ KERNELS = {
 }  # fmt: skip
 # What uC/OS-II cannot run as specified: unsupported with the kernel's
 # reason, never an error and never emulated into a pass.
-ONE_TASK_PER_PRIORITY = {"THR-SW", "THR-CTX", "THR-B-RR"}
+ONE_TASK_PER_PRIORITY = {"THR-SW", "THR-CTX", "THR-B-RR", "TM-COOP"}
 LOADS_SHARE_A_PRIORITY = {"THR-PRE", "IRQ-RSP", "JIT-PER"}
 
 pytestmark = pytest.mark.tools("qemu-system-arm", "gcc-arm-none-eabi", "libnewlib-arm-none-eabi")
