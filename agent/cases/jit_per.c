@@ -293,7 +293,10 @@ static void periodic(per *p)
         p->slot++;
         next += p->period;
         if (w >= next) {
-            p->t.overrun++;
+            /* The first release is a warm-up (as for --break): its lateness
+             * skips periods but is no deadline miss (rtbench.verdict). */
+            if (p->released > 1)
+                p->t.overrun++;
             for (; next <= w && p->slot < p->cycles; next += p->period, p->slot++)
                 p->t.skipped++;
         }
@@ -393,6 +396,10 @@ static void report(rtb_ctx *ctx, per *p, bool multi, bool broken, bool capped, r
                  (unsigned long long)t->overrun, (long long)p->released,
                  (unsigned long long)t->skipped, (double)p->lat.hist.max / 1e3,
                  (long long)(p->period / 1000));
+    else if (t->skipped)
+        rtb_warn(ctx, "warmup", "%sthe first release came after the next planned one (a "
+                 "warm-up, not a deadline miss); %llu periods skipped", where,
+                 (unsigned long long)t->skipped);
     /* A run that duration_ms ends (a soak run: --duration) ends as planned. */
     if (p->slot < p->cycles && !broken && !capped)
         rtb_warn(ctx, "truncated", "%s%lld of %lld periods: stopped before the hard deadline",

@@ -28,6 +28,7 @@ from rtbench.analysis.compare import (
 )
 from rtbench.analysis.determinism import curves
 from rtbench.analysis.evt import DEFAULT_PROBABILITIES, MIN_BLOCKS, worst_case
+from rtbench.analysis.health import set_apart
 from rtbench.analysis.rating import (
     Rating,
     Rubric,
@@ -374,6 +375,8 @@ def compare(
     """
     with open_store(ctx) as store:
         groups = _groups(store, refs, labels)
+    # Repetitions checked before pooling: an odd one is set apart, named.
+    groups, apart = set_apart(groups)
     if len(groups) < 2:
         got = sum(map(len, groups))
         fail(f"compare needs two runs or groups of runs, got {got}: name them or use --label")
@@ -398,6 +401,7 @@ def compare(
             "indicator": indicator,
             "verdict": verdict,
             "note": cmp.note,
+            "set_apart": apart,
             "comparison": table,
         }
         print_data(fmt, doc, table)
@@ -405,6 +409,8 @@ def compare(
     for k, (run, members) in enumerate(zip(columns, groups, strict=True), 1):
         reps = f" · {len(members)} runs pooled, each one observation" if len(members) > 1 else ""
         out.print(f"{k}. {_run_line(run)}{reps}", highlight=False, markup=False)
+    for line in apart:
+        out.print(Text(line[0].upper() + line[1:], style="yellow"))
     print_table(table, out)
     tests = sorted({r.test for r in cmp.rows if r.pvalue is not None})
     tested = (

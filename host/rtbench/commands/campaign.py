@@ -21,6 +21,7 @@ from rich.text import Text
 
 from rtbench import catalogue, journal
 from rtbench.ab import failed_runs, pool
+from rtbench.analysis.health import set_apart
 from rtbench.campaign import (
     LABEL_CAMPAIGN,
     LABEL_CELL,
@@ -46,6 +47,7 @@ from rtbench.commands.common import (
 from rtbench.io.atomic import OutputError, write_text
 from rtbench.measure import StopSignals
 from rtbench.model import Run, worst_outcome
+from rtbench.model import Warning as RunWarning
 from rtbench.suites import SelectionError, select
 from rtbench.targets import Target
 
@@ -127,9 +129,11 @@ def _status(ctx: click.Context, c: Campaign) -> None:
 def _pooled(c: Campaign, runs: list[Run]) -> list[Run]:
     """One run per report column (target and load): its repetitions pooled."""
     columns: list[Run] = []
-    for group, members in group_runs(c, runs).items():
-        if not members:
+    for group, found in group_runs(c, runs).items():
+        if not found:
             continue
+        # Repetitions checked before pooling: an odd one is set apart.
+        (members,), apart = set_apart([found])
         first = members[0]
         merged = pool(members)
         merged.id = None
@@ -147,6 +151,9 @@ def _pooled(c: Campaign, runs: list[Run]) -> list[Run]:
         # every run's checks); the failed runs are named.
         if bad := failed_runs(members):
             merged.labels["failed_runs"] = bad
+        merged.warnings += [RunWarning("set_apart", line) for line in apart]
+        for line in apart:
+            say(f"{group}: {line}")
         columns.append(merged)
     return columns
 
@@ -156,7 +163,8 @@ def _report(ctx: click.Context, c: Campaign, html: Path, md: Path) -> list[Run]:
         ids = [r.id for r in store.list_runs({LABEL_CAMPAIGN: c.name})]
         runs = [store.load(i) for i in ids]
     pooled = _pooled(c, runs)
-    groups = [m for m in group_runs(c, runs).values() if m]  # one per pooled column
+    # one per pooled column, as _pooled set them apart
+    groups = set_apart([m for m in group_runs(c, runs).values() if m])[0]
     # A column whose runs were all cut short before a series (an interrupted
     # cell) has nothing to set beside the others; it is run again on resume.
     kept = [i for i, col in enumerate(pooled) if any(case.series for case in col.cases)]

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from rtbench.analysis.stats import INDICATORS
-from rtbench.commands.common import busy, check_output, fail, open_store, out
+from rtbench.commands.common import busy, check_output, fail, open_store, out, say
 from rtbench.io.atomic import OutputError, write_text
 from rtbench.model import Run
 from rtbench.store import StoreError
@@ -116,9 +116,14 @@ def report(
     # test over its runs (rtbench.analysis.compare), as in `compare`.
     from rtbench.ab import column
     from rtbench.analysis.compare import NothingInCommon, configurations
+    from rtbench.analysis.health import set_apart
+    from rtbench.model import Warning
 
-    members = configurations(loaded) if len(loaded) > 1 else [loaded]
+    members, apart = set_apart(configurations(loaded) if len(loaded) > 1 else [loaded])
     runs = [column(g) for g in members]
+    for line in apart:  # said on the report's first run, and here
+        say(line)
+        runs[0].warnings.append(Warning("set_apart", line))
     # Imported here: matplotlib and the analysis take a second to import,
     # which every other command would pay for.
     kind = "comparison" if len(runs) > 1 else "report"
