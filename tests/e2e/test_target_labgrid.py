@@ -21,6 +21,7 @@ import tools
 from stores import StoreAt
 
 from rtbench.campaign import LABEL_CAMPAIGN, LABEL_CELL
+from rtbench.commands.common import EXIT
 from rtbench.store import Store
 from rtbench.targets import kernels
 
@@ -159,8 +160,7 @@ def _campaign_file(lab: Lab, folder: Path, cases: list[str], sets: list[str]) ->
     )
     path = folder / "lab.toml"
     path.write_text(
-        f'[campaign]\nname = "lab"\ncases = {strings(cases)}\nset = {strings(sets)}\n\n'
-        + targets
+        f'[campaign]\nname = "lab"\ncases = {strings(cases)}\nset = {strings(sets)}\n\n' + targets
     )
     return path
 
@@ -188,13 +188,26 @@ def test_campaign_over_two_places(lab: Lab, tmp_path: Path, store_at: StoreAt) -
         rows = store.list_runs({LABEL_CAMPAIGN: "lab"})
         runs = [store.load(r.id) for r in rows]
     issues = [(r.labels.get(LABEL_CELL), [c.reason for c in r.cases], r.issues) for r in runs]
-    assert proc.returncode in (0, 1), f"{err}\n{issues}"
     assert "2 places at once" in err
     assert sorted(r.labels[LABEL_CELL] for r in runs) == ["rtb-a/none/1", "rtb-b/none/1"]
+    # What a cell measured depends on the guest meeting each case's hard
+    # deadline, which a busy host may not give it (the agent's watchdog then
+    # ends the case as an error and the run with a bye): asserted is the
+    # structure, and that the campaign's exit status is its cells' worst
+    # outcome (docs/outcomes.md), whatever the guest did.
+    planned = ["CAL-REF", "SYS-CALL"]
     for run in runs:
-        assert run.complete and [c.case for c in run.cases] == ["CAL-REF", "SYS-CALL"]
+        ran = [c.case for c in run.cases]
+        assert run.complete and ran and ran == planned[: len(ran)], issues
+        for c in run.cases:
+            assert c.outcome != "error" or ("hard deadline" in c.reason and c is run.cases[-1]), (
+                issues
+            )
+        assert len(ran) == len(planned) or run.cases[-1].outcome == "error", issues
         assert run.machine["target"]["place"] == run.labels["target"]
         assert run.machine["target"]["emulated"] is True
+    worst = max(EXIT[r.outcome] for r in runs)
+    assert proc.returncode == worst, f"{err}\n{issues}"
     report = (tmp_path / "lab-report.md").read_text()
     assert "target=rtb-a, load=none" in report and "target=rtb-b, load=none" in report
     assert "2 of 2 cells stored" in _status(store_at.where, file)
@@ -217,6 +230,7 @@ def test_killed_campaign_leaves_the_places_released(
     )
     proc = rtbench(db, "campaign", str(file), cwd=tmp_path)
     try:
+
         def running() -> bool:
             if proc.poll() is not None:  # ended before it was killed: say how
                 _, err = proc.communicate()
