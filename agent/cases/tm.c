@@ -78,3 +78,43 @@ bool tm_even(rtb_ctx *ctx, tm *t, int n, uint64_t spread, const char *what)
                    what);
     return hi - lo <= spread;
 }
+
+static void irq_handler(void *arg) { rtb_sem_give_isr(&((tm_irq *)arg)->sem); }
+
+static void irq_unblock(tm *t) { rtb_sem_give(&((tm_irq *)t->arg)->sem); }
+
+bool tm_irq_open(tm_irq *o)
+{
+    o->status = rtb_event_create(&o->ev, irq_handler, o, NULL);
+    return o->status == RTB_OK;
+}
+
+rtb_result tm_irq_case(rtb_ctx *ctx, const rtb_thread_attr *attrs, rtb_thread_fn fn, int n,
+                       uint64_t spread, const char *what)
+{
+    tm *t = rtb_mem_calloc(1, sizeof *t);
+    tm_irq *o = rtb_mem_calloc(1, sizeof *o);
+    if (!t || !o || rtb_sem_create(&o->sem, 0) != RTB_OK) {
+        rtb_mem_free(o);
+        rtb_mem_free(t);
+        rtb_emit_check_error(ctx, "setup", "no memory or no semaphore");
+        return RTB_ERROR;
+    }
+    o->status = RTB_EFAIL;
+    t->ctx = ctx;
+    t->arg = o;
+    t->unblock = irq_unblock;
+    rtb_result r = tm_run(ctx, t, attrs, fn, n);
+    if (r == RTB_PASSED && o->status != RTB_OK) {
+        rtb_emit_check_error(ctx, "event", "no event source (status %d)", o->status);
+        r = RTB_ERROR;
+    }
+    if (r == RTB_PASSED && spread && !tm_even(ctx, t, n, spread, what))
+        r = RTB_FAILED;
+    if (o->status == RTB_OK)
+        rtb_event_delete(&o->ev);
+    rtb_sem_delete(&o->sem);
+    rtb_mem_free(o);
+    rtb_mem_free(t);
+    return r;
+}

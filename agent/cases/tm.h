@@ -54,4 +54,20 @@ rtb_result tm_run(rtb_ctx *ctx, tm *t, const rtb_thread_attr *attrs, rtb_thread_
  * scheduler's fairness, not the OS's order, decides). */
 bool tm_even(rtb_ctx *ctx, tm *t, int n, uint64_t spread, const char *what);
 
+/* TM-IRQ and TM-IRQ-PRE: the port's event, whose handler gives `sem`. */
+typedef struct tm_irq {
+    rtb_sem sem;
+    rtb_event ev;
+    int status; /* of rtb_event_create, in the raising worker */
+} tm_irq;
+
+/* In the raising worker: the event, created there so that its handler
+ * interrupts that thread; false when the port has none (status says). */
+bool tm_irq_open(tm_irq *o);
+/* A TM case around a tm_irq (the workers' w->t->arg): runs `n` workers,
+ * says when the event source was missing, and when `spread` > 0 checks
+ * that the workers' counts stay within it (tm_even, `what`). */
+rtb_result tm_irq_case(rtb_ctx *ctx, const rtb_thread_attr *attrs, rtb_thread_fn fn, int n,
+                       uint64_t spread, const char *what);
+
 #endif

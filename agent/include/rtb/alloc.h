@@ -3,9 +3,10 @@
  * Optional: the OS's memory allocators, for MEM-HEAP and MEM-POOL (Zephyr's
  * latency_measure and Thread-Metric time both). The general heap (POSIX
  * malloc, FreeRTOS pvPortMalloc) and a fixed-block pool (uC/OS memory
- * partitions, Zephyr's k_mem_slab). A port without one gets
- * core/alloc_none.c: RTB_ENOTSUP with the reason, and the case is then
- * unsupported there. Same rules as port.h: real functions, an int status.
+ * partitions, Zephyr's k_mem_slab), in the port's heap.c and pool.c. A
+ * port without one gets core/heap_none.c or pool_none.c: RTB_ENOTSUP with
+ * the reason its rtb_port_config.h gives (RTB_NO_HEAP_WHY, RTB_NO_POOL_WHY),
+ * and the case is then unsupported there. Same rules as port.h.
  */
 #ifndef RTB_ALLOC_H
 #define RTB_ALLOC_H

@@ -29,4 +29,10 @@
  * -icount shift=5) is 6-7 reads long, under the default's 20. */
 #define RTB_GAP_THRESHOLD_READS 4
 
+/* rtb/alloc.h: this build's kernel has neither. */
+#define RTB_NO_HEAP_WHY                                                                          \
+    "this FreeRTOS build allocates nothing at run time (configSUPPORT_DYNAMIC_ALLOCATION 0: "   \
+    "static objects only, no heap_N.c, no pvPortMalloc)"
+#define RTB_NO_POOL_WHY "FreeRTOS has no fixed-block memory pool (only the heap_N.c allocators)"
+
 #endif

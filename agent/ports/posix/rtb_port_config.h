@@ -19,4 +19,7 @@
 #define RTB_MAX_RUN 64
 #define RTB_STREAM_BODY_CAP 131072
 
+/* rtb/alloc.h: the C library's heap (heap.c); no pool of the OS's own. */
+#define RTB_NO_POOL_WHY "POSIX has no fixed-block allocator (a pool would be rtbench's code, not the OS's)"
+
 #endif

@@ -22,4 +22,7 @@
 #define RTB_HIST_BUCKETS 1024
 #define RTB_GAP_THRESHOLD_READS 4
 
+/* rtb/alloc.h: memory partitions (pool.c), no general heap. */
+#define RTB_NO_HEAP_WHY "uC/OS-III has no general heap (memory partitions of fixed blocks only)"
+
 #endif

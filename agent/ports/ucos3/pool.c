@@ -1,20 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* uC/OS-III's allocators: its memory partitions (OSMemCreate/Get/Put) are
- * the fixed-block pool MEM-POOL times; the kernel has no general heap. */
+/* uC/OS-III's memory partitions (OSMemCreate/Get/Put): the fixed-block
+ * pool MEM-POOL times. (No heap: RTB_NO_HEAP_WHY in rtb_port_config.h.) */
 #include <string.h>
 
 #include "os.h"
 #include "rtb/alloc.h"
 
 _Static_assert(sizeof(OS_MEM) <= RTB_POOL_STORAGE, "rtb_pool too small for OS_MEM");
-
-int rtb_heap_alloc(size_t size, void **out) { (void)size, (void)out; return RTB_ENOTSUP; }
-int rtb_heap_free(void *p) { (void)p; return RTB_ENOTSUP; }
-
-const char *rtb_heap_why(void)
-{
-    return "uC/OS-III has no general heap (memory partitions of fixed blocks only)";
-}
 
 int rtb_pool_create(rtb_pool *pool, void *storage, size_t block, unsigned count)
 {
