@@ -95,3 +95,11 @@ def test_every_output_shows_both_parts() -> None:
     assert "behaviour <span class=\"badge passed\">passed" in first
     md = render_markdown([run])
     assert "Behaviour **passed**, timing **failed**" in md
+
+
+def test_the_tolerance_is_the_runs_own() -> None:
+    run = make(overrun=OVERRUN)  # 3 misses
+    run.labels = {"allow_misses": "3"}
+    assert run.outcome == "passed" and verdict(run).timing.outcome == "passed"
+    run.labels = {"allow_misses": "2"}
+    assert run.outcome == "failed" and verdict(run).timing.outcome == "failed"

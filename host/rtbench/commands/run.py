@@ -163,6 +163,14 @@ def finish(
     "explain the kernel trace before it.",
 )
 @click.option(
+    "--allow-misses",
+    type=click.IntRange(0, None),
+    default=None,
+    metavar="N",
+    help="Deadline misses tolerated per case warning before timing fails (default 0); "
+    "recorded as the label allow_misses=N (docs/outcomes.md).",
+)
+@click.option(
     "--repeat",
     type=click.IntRange(1, 1000),
     default=1,
@@ -207,6 +215,7 @@ def run(
     duration: str | None,
     break_us: float | None,
     repeat: int,
+    allow_misses: int | None,
     timerlat: bool | None,
     target_spec: str | None,
     exit_zero_if_stored: bool,
@@ -246,6 +255,8 @@ def run(
     args += [p.agent_arg() for p in plan]
     if not no_store:
         check_store_writable(ctx)  # a store that cannot take the run says so before it
+    if allow_misses is not None:
+        label_map["allow_misses"] = str(allow_misses)  # rtbench.verdict reads it
     if repeat > 1:
         # Repetitions of one configuration: `compare` groups runs by their
         # labels but for `repeat`, so one repeat_id makes them one group.
