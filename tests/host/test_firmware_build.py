@@ -152,3 +152,18 @@ def test_the_kernel_digest_is_its_content_not_its_path(tmp_path: Path) -> None:
     assert ports.tree_digest(a) == ports.tree_digest(b)
     (b / "sub" / "port.c").write_text("int y; /* patched */\n")
     assert ports.tree_digest(a) != ports.tree_digest(b)
+
+
+def test_the_three_kernel_campaign_names_every_rtos_port_on_one_board() -> None:
+    from rtbench.campaign import load_campaign
+
+    c = load_campaign(Path(__file__).resolve().parents[2] / "examples" / "rtos-mps2.toml")
+    targets = [resolve(t.spec) for t in c.targets]
+    assert all(isinstance(t, BoardTarget) for t in targets)
+    specs = [t.spec for t in targets if isinstance(t, BoardTarget)]
+    assert {s.port.name for s in specs} == {"freertos", "ucos3", "ucos2"}
+    assert {s.board.name for s in specs} == {"mps2-an385"}
+    # Every RTOS port of the checkout is in the study.
+    assert {s.port.name for s in specs} == {
+        p.name for p in ports.ports(agent_source()).values() if p.firmware
+    }
