@@ -117,6 +117,15 @@ def _export(tmp_path: Path, db: Path, edit: str) -> Path:
         series["samples"][0] = 2**80
     elif edit == "min_above_max":
         series["min"], series["max"] = 5000, 1
+    elif edit == "hist_total":  # counts that do not add up to n
+        layout = {"kind": "linear", "lo": 0, "width": 1000, "buckets": 4}
+        series["hist"] = {
+            **{k: series[k] for k in ("n", "min", "max", "sum")},
+            "layout": layout,
+            "underflow": 0,
+            "overflow": 0,
+            "counts": [[1, 10], [2, 10], [3, 5]],
+        }
     if edit == "deep":
         bad.write_text('{"schema": "rtbench-export", "run": ' + "[" * 100_000 + "]" * 100_000 + "}")
     else:
@@ -131,6 +140,7 @@ def _export(tmp_path: Path, db: Path, edit: str) -> Path:
         ("huge", "is not a 64-bit whole number"),
         ("deep", "nested too deeply"),
         ("min_above_max", "min 5000 is above max 1"),
+        ("hist_total", "n is 30, but counts, underflow and overflow add up to 25"),
     ],
 )
 def test_hand_edited_exports_are_clear_errors(

@@ -259,6 +259,19 @@ def _samples(case: str, d: dict[str, Any]) -> Int64Array | None:
     return np.asarray(samples, dtype=np.int64)
 
 
+def _hist(case: str, d: dict[str, Any]) -> dict[str, Any] | None:
+    """The histogram, checked as the stream's `hist` record is: its counts
+    add up to n, its min is not above its max, its buckets fit its layout."""
+    hist = _get(d, "hist", schema.any_object, None)
+    if hist is None:
+        return None
+    name = _get(d, "name", schema.text)
+    problem = schema.check_record("hist", {"case": case, "series": name, **hist})
+    if problem is not None:
+        raise schema.SchemaError(f"{case}.{name}: hist: {problem[1]}")
+    return dict(hist)
+
+
 def _series(case: str, d: dict[str, Any]) -> Series:
     low, high = _get(d, "min", schema.WIRE_INT, None), _get(d, "max", schema.WIRE_INT, None)
     if low is not None and high is not None and low > high:
@@ -271,7 +284,7 @@ def _series(case: str, d: dict[str, Any]) -> Series:
         unit=_get(d, "unit", schema.text, "ns"),
         samples=_samples(case, d),
         holes=_get(d, "holes", _ANY_INT, 0),
-        hist=hist_from_dict(_get(d, "hist", schema.any_object, None)),
+        hist=hist_from_dict(_hist(case, d)),
         n=_get(d, "n", schema.U64),
         min=_get(d, "min", schema.WIRE_INT, None),
         max=_get(d, "max", schema.WIRE_INT, None),
