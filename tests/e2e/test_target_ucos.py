@@ -150,7 +150,7 @@ def test_icount_gives_the_same_figures_twice(port: str, monkeypatch: pytest.Monk
     tools.firmware(port, BOARD)
 
     def figures() -> list[tuple[object, ...]]:
-        run, _ = _measure(["SEM-SHF:duration_ms=100", "IRQ-LAT:count=200"], _spec(port))
+        run, _ = _measure(["SEM-SHF:duration_ms=100", "IRQ-LAT:count=200", "MUT-ARC"], _spec(port))
         out = []
         for case in run.cases:
             assert case.outcome == "passed" and case.series, case.case
