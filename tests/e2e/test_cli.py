@@ -78,7 +78,9 @@ def test_run_rejects_bad_input_before_measuring(
     assert not db.exists() or "no runs" in rtbench("runs").stdout
 
 
-def test_list_shows_the_catalogue(agent: Path) -> None:
+def test_list_shows_the_catalogue(agent: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Wide enough that no cell wraps: a column per port.
+    monkeypatch.setenv("COLUMNS", "400")
     r = rtbench("list")
     assert r.returncode == 0
     assert re.search(r"THR-SW .*implemented", r.stdout)

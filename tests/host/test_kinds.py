@@ -371,8 +371,9 @@ def test_csv_export_golden_per_kind(declared: bool) -> None:
     write_csv(kinded_run(declared), buf)
     rows = list(csv.reader(io.StringIO(buf.getvalue())))
     header = rows[0]
-    assert header[-1] == "kind" and header[7] == "unit"
-    body = {(r[4], r[5]): ",".join(r[4:]) for r in rows[1:]}
+    # The run's identity is the last column (added after the kinds).
+    assert header[-2:] == ["kind", "run_uuid"] and header[7] == "unit"
+    body = {(r[4], r[5]): ",".join(r[4:-1]) for r in rows[1:]}
     for key, golden in GOLDEN_CSV.items():
         assert body[key] == golden, (key, body[key])
     switch = dict(zip(header, next(r for r in rows[1:] if r[5] == "switch"), strict=True))
