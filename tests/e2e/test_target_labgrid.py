@@ -82,7 +82,7 @@ def test_run_on_a_place_stores_and_releases(lab: Lab, tmp_path: Path) -> None:
         env={**os.environ, "COLUMNS": "250"}, capture_output=True, text=True, timeout=300,
         check=False,
     )  # fmt: skip
-    assert check.returncode == 1, check.stdout + check.stderr
+    assert check.returncode == 2, check.stdout + check.stderr
     assert "exists and is free" in check.stdout and "no-such-place" in check.stdout
 
 

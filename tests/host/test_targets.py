@@ -173,7 +173,7 @@ def test_rtbench_targets_lists_and_checks(targets: Path, tmp_path: Path) -> None
     )
     env = {"RTBENCH_TARGETS": str(targets)}
     r = _cli("targets", env=env)
-    assert r.returncode == 1, r.stdout + r.stderr  # one does not answer
+    assert r.returncode == 2, r.stdout + r.stderr  # one does not answer: rtbench could not reach it
     rows = {line.split("│")[1].strip(): line for line in r.stdout.splitlines() if "│" in line}
     assert set(rows) >= {"local", "rec", "gone"}
     assert "yes" in rows["local"] and "yes" in rows["rec"]
