@@ -51,6 +51,8 @@ void rtb_list_cases(FILE *out)
             rtb_json_str(&j, "reason", why);
         if (c->tasks)
             rtb_json_str(&j, "tasks", c->tasks);
+        if (c->per_cpu)
+            rtb_json_bool(&j, "per_cpu", true);
         rtb_json_arr(&j, "params");
         for (int k = 0; k < c->nparams; k++) {
             const rtb_param_def *d = &c->params[k];

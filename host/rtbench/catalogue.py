@@ -91,6 +91,7 @@ class AgentCase:
     reason: str = ""
     params: list[dict[str, Any]] = field(default_factory=list)
     tasks: str | None = None  # the point key that counts tasks (determinism slopes)
+    per_cpu: bool = False  # honours --cpus, --break and --progress (soak runs)
 
     @property
     def param_names(self) -> set[str]:
@@ -156,6 +157,7 @@ def parse_list(out: str) -> dict[str, AgentCase]:
             d.get("reason", ""),
             d.get("params", []),
             tasks if isinstance(tasks, str) else None,
+            d.get("per_cpu") is True,
         )
     return cases
 

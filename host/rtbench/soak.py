@@ -15,15 +15,24 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Mapping
 
+from rtbench.catalogue import AgentCase, posix_cases
 from rtbench.suites import Planned
 
-# Cases whose agent side honours --cpus, --break and --progress (the
-# agent's `per_cpu` flag); the others measure on one CPU and say so.
-PER_CPU_CASES = ("JIT-PER", "NOISE-OS")
-# JIT-PER's `cycles` when --duration governs: its maximum, so that the
-# duration (its `duration_ms` cap) ends the case.
+# A per-CPU case's `cycles` when --duration governs: its maximum, so that
+# the duration (its `duration_ms` cap) ends the case.
 SOAK_CYCLES = 1_000_000_000
+
+
+def per_cpu_cases(known: Mapping[str, AgentCase] | None = None) -> list[str]:
+    """The cases whose agent side honours --cpus, --break and --progress: the
+    agent's own `per_cpu` trait (`--list`), from the target's case table
+    (default: the shipped POSIX one)."""
+    table = posix_cases() if known is None else known
+    return sorted(cid for cid, c in table.items() if c.per_cpu)
+
+
 PROGRESS_MS = 1000
 
 _UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
@@ -59,11 +68,15 @@ def apply(
     duration_s: float | None,
     break_us: float | None,
     user_set: set[tuple[str, str]],
+    known: Mapping[str, AgentCase] | None = None,
 ) -> list[str]:
     """Sets the per-CPU cases' parameters for --duration and returns the
     agent's options; SoakError when none of the selected cases takes them.
-    `user_set`: (case, param) the user gave with --set, which win."""
-    per_cpu = [p for p in plan if p.case in PER_CPU_CASES]
+    `user_set`: (case, param) the user gave with --set, which win; `known`:
+    the target agent's case table (default: the shipped POSIX one)."""
+    table = posix_cases() if known is None else known
+    names = per_cpu_cases(table)
+    per_cpu = [p for p in plan if p.case in names]
     # Live figures whenever a per-CPU case runs (JIT-PER's default run is 50 s).
     progress = [f"--progress={PROGRESS_MS}"] if per_cpu else []
     if cpus is None and duration_s is None and break_us is None:
@@ -71,13 +84,13 @@ def apply(
     if not per_cpu:
         raise SoakError(
             "--cpus, --duration and --break apply to per-CPU cases ("
-            + ", ".join(PER_CPU_CASES)
+            + ", ".join(names)
             + "): select one, e.g. -c JIT-PER"
         )
     if duration_s is not None:
         for p in per_cpu:
             p.params["duration_ms"] = str(max(1, round(duration_s * 1000)))
-            if p.case == "JIT-PER" and (p.case, "cycles") not in user_set:
+            if "cycles" in table[p.case].param_names and (p.case, "cycles") not in user_set:
                 p.params["cycles"] = str(SOAK_CYCLES)
     args = progress
     if cpus is not None:
@@ -89,13 +102,15 @@ def apply(
     return args
 
 
-def user_overrides(overrides: tuple[str, ...] | list[str]) -> set[tuple[str, str]]:
-    """(CASE, PARAM) of each --set CASE.PARAM=VALUE."""
+def user_overrides(
+    overrides: tuple[str, ...] | list[str], known: Mapping[str, AgentCase] | None = None
+) -> set[tuple[str, str]]:
+    """(CASE, PARAM) of each --set CASE.PARAM=VALUE that names a per-CPU case."""
     out: set[tuple[str, str]] = set()
     for ov in overrides:
         target = ov.partition("=")[0]
         case, _, name = target.rpartition(".")
-        for c in PER_CPU_CASES:
+        for c in per_cpu_cases(known):
             if not case or fnmatch.fnmatchcase(c, case.upper()):
                 out.add((c, name))
     return out

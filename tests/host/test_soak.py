@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rtbench import soak
+from rtbench.catalogue import AgentCase
 from rtbench.model import Run
 from rtbench.reports import live
 from rtbench.stream import StreamWriter, assemble, parse_lines
@@ -119,3 +120,21 @@ def test_apply_sets_the_per_cpu_cases_only() -> None:
         soak.apply([Planned("CAL-REF")], "all", None, None, set())
     with pytest.raises(soak.SoakError):
         soak.apply([Planned("JIT-PER")], "1;2", None, None, set())
+
+
+def test_the_per_cpu_trait_comes_from_the_agents_table() -> None:
+    """Issue 23: a trait declared once, in the agent's case table (`--list`:
+    "per_cpu"); the host has no list of its own. A case the table calls
+    per-CPU takes --cpus and --duration with no host edit; one it does not
+    is refused."""
+    table = {
+        "CAL-REF": AgentCase("CAL-REF", "t", True, params=[{"name": "duration_ms"}],
+                             per_cpu=True),
+        "JIT-PER": AgentCase("JIT-PER", "t", True, params=[{"name": "cycles"}]),
+    }  # fmt: skip
+    plan = [Planned("CAL-REF")]
+    assert soak.apply(plan, "all", 2.0, None, set(), table) == ["--progress=1000", "--cpus=all"]
+    assert plan[0].params == {"duration_ms": "2000"}  # no `cycles`: it has none
+    with pytest.raises(soak.SoakError, match=r"\(CAL-REF\)"):
+        soak.apply([Planned("JIT-PER")], "all", None, None, set(), table)
+    assert soak.per_cpu_cases() == ["JIT-PER", "NOISE-OS"]  # the shipped POSIX table

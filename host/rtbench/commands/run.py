@@ -239,7 +239,9 @@ def run(
             suite, list(cases), list(overrides), {c.id: c.param_names for c in known.values()}
         )
         duration_s = soak.parse_duration(duration) if duration is not None else None
-        soak_args = soak.apply(plan, cpus, duration_s, break_us, soak.user_overrides(overrides))
+        soak_args = soak.apply(
+            plan, cpus, duration_s, break_us, soak.user_overrides(overrides, known), known
+        )
     except (SelectionError, soak.SoakError) as e:
         fail(str(e))
     args = [f"--priority={priority}", f"--max-samples={max_samples}", *soak_args]
