@@ -9,7 +9,6 @@ rtbench report saved.rtb --format markdown -o report.md
 from __future__ import annotations
 
 import sys
-from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -129,8 +128,8 @@ def report(
     # which every other command would pay for.
     kind = "comparison" if len(runs) > 1 else "report"
     try:
-        # To stdout the report itself is what the user sees (and pipes): no line.
-        with busy(f"writing the {kind} to {output}") if output != "-" else nullcontext():
+        # On stderr: a report piped from stdout stays clean.
+        with busy(f"writing the {kind} to {'stdout' if output == '-' else output}"):
             if _format_for(fmt, output) == "markdown":
                 from rtbench.reports.markdown import render_markdown
 
