@@ -238,6 +238,9 @@ def test_import_refuses_what_a_stream_could_not_hold(
     runner = CliRunner()
     no_crash(runner.invoke(main, ["--db", db, "export", "1", "--format", "json", "-o", str(out)]))
     doc = json.loads(out.read_text())
+    # One series that a stream could hold, so the damage asked for is the
+    # first the import finds (it refuses the odd histograms too).
+    doc["cases"][0]["series"] = [x for x in doc["cases"][0]["series"] if x["name"] == "u64_max"]
     if where == "hello":
         doc["run"]["hello"] = value
     else:
