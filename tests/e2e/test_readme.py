@@ -39,7 +39,9 @@ SKIP: dict[str, str] = {
     "rtbench --db postgresql": "a team's PostgreSQL server: tests/e2e/test_store_postgresql.py",
 }
 # What a command may exit with, where the README says more than 0.
-EXITS = {"rtbench doctor": {0, 1}, "rtbench check": {0, 1}}
+# 1 is a finding about this machine (a missed deadline on a loaded VM, a
+# degraded setting): a documented exit, not a broken command.
+EXITS = {"rtbench doctor": {0, 1}, "rtbench check": {0, 1}, "rtbench run": {0, 1}}
 CRITERIA = '"run.stars" = { min = 0 }\n'
 CYCLICTEST = """{"file_version": 1, "cmdline:": "cyclictest -t 1 -h 100 --json=ct.json",
   "rt_test_version:": "2.40", "start_time": "x", "end_time": "y", "return_code": 0,
@@ -101,9 +103,9 @@ def scratch(tmp_path_factory: pytest.TempPathFactory, agent: Path) -> Path:
             # As a campaign labels them: one board, two kernels (`trend --by kernel`).
             labels = ["--label", "board=rpi4", "--label", f"kernel={('6.1-rt', '6.6')[i % 2]}"]
             r = rtbench(*SHORT_RUN, *labels)
-            assert r.returncode == 0, r.stdout + r.stderr
+            assert r.returncode in EXITS["rtbench run"], r.stdout + r.stderr
         r = rtbench(*SHORT_RUN, "--no-store", "--save-stream", str(d / "console.log"))
-        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.returncode in EXITS["rtbench run"], r.stdout + r.stderr
     finally:
         del os.environ["RTBENCH_DB"]
     (d / "ci.toml").write_text(CRITERIA)
