@@ -92,14 +92,14 @@ def parse_only(args: list[str]) -> None:
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory: pytest.TempPathFactory, agent: Path) -> Path:
-    """A folder and a store as the README's examples expect them: seven
-    labelled runs (`compare 3 7`, `trend`), the criteria, a cyclictest
+    """A folder and a store as the README's examples expect them: nine
+    labelled runs (`compare 3 7`, `compare 3,4,5 7,8,9`, `trend`), the criteria, a cyclictest
     file, a console log."""
     d = tmp_path_factory.mktemp("readme")
     store = d / "runs.sqlite"
     os.environ["RTBENCH_DB"] = str(store)  # for the seeding; each command gets it too
     try:
-        for i in range(7):
+        for i in range(9):
             # As a campaign labels them: one board, two kernels (`trend --by kernel`).
             labels = ["--label", "board=rpi4", "--label", f"kernel={('6.1-rt', '6.6')[i % 2]}"]
             r = rtbench(*SHORT_RUN, *labels)
