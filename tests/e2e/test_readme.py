@@ -41,7 +41,12 @@ SKIP: dict[str, str] = {
 # What a command may exit with, where the README says more than 0.
 # 1 is a finding about this machine (a missed deadline on a loaded VM, a
 # degraded setting): a documented exit, not a broken command.
-EXITS = {"rtbench doctor": {0, 1}, "rtbench check": {0, 1}, "rtbench run": {0, 1}}
+EXITS = {
+    "rtbench doctor": {0, 1},
+    "rtbench check": {0, 1},
+    "rtbench run": {0, 1},
+    "rtbench ingest": {0, 1},  # the ingested run's own outcome
+}
 CRITERIA = '"run.stars" = { min = 0 }\n'
 CYCLICTEST = """{"file_version": 1, "cmdline:": "cyclictest -t 1 -h 100 --json=ct.json",
   "rt_test_version:": "2.40", "start_time": "x", "end_time": "y", "return_code": 0,
