@@ -25,6 +25,7 @@ from rtbench.commands.common import (
     configure_output,
     fail,
     format_option,
+    label_filters,
     open_store,
     out,
     print_data,
@@ -191,10 +192,7 @@ def runs(ctx: click.Context, labels: tuple[str, ...], fmt: str, limit: int, show
     from rtbench.reports.figures import runs_table
     from rtbench.reports.tables import print_table
 
-    filters: dict[str, str | None] = {}
-    for pair in labels:
-        key, sep, value = pair.partition("=")
-        filters[key] = value if sep else None
+    filters = label_filters(labels)
     with open_store(ctx) as store:
         try:
             rows = list(reversed(store.list_runs(filters, newest=None if show_all else limit)))

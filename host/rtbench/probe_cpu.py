@@ -20,6 +20,8 @@ MSR_SMI_COUNT = 0x34
 
 
 def _read(root: Path, rel: str) -> str | None:
+    # rtbench.probe imports this module for its item table: its reader is
+    # taken at call time, not import time.
     from rtbench.probe import _read as read
 
     return read(root, rel)

@@ -48,6 +48,7 @@ from rtbench.commands.common import (
     check_output,
     fail,
     format_option,
+    label_filters,
     open_store,
     out,
     parse_labels,
@@ -91,10 +92,7 @@ def _select(store: Store, refs: tuple[str, ...], labels: tuple[str, ...]) -> lis
     try:
         ids = [store.resolve(r) for r in refs]
         if labels:
-            filters: dict[str, str | None] = {}
-            for pair in labels:
-                key, sep, value = pair.partition("=")
-                filters[key] = value if sep else None
+            filters = label_filters(labels)
             ids += [s.id for s in store.list_runs(filters) if s.id not in ids]
         return [store.load(i) for i in ids]
     except StoreError as e:

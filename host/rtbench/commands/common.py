@@ -117,6 +117,15 @@ def parse_labels(pairs: tuple[str, ...]) -> dict[str, str]:
     return labels
 
 
+def label_filters(pairs: tuple[str, ...] | list[str]) -> dict[str, str | None]:
+    """--label KEY[=VALUE] filters for Store.list_runs: KEY alone matches any value."""
+    filters: dict[str, str | None] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        filters[key] = value if sep else None
+    return filters
+
+
 def say(message: str) -> None:
     """A plain note on stderr ("rtbench: ..."), for what the user must know."""
     err.print("[bold yellow]rtbench:[/bold yellow] ", end="", markup=True)

@@ -11,7 +11,15 @@ from pathlib import Path
 
 import click
 
-from rtbench.commands.common import fail, format_option, open_store, out, print_data, say
+from rtbench.commands.common import (
+    fail,
+    format_option,
+    label_filters,
+    open_store,
+    out,
+    print_data,
+    say,
+)
 
 
 @click.command()
@@ -66,10 +74,7 @@ def trend(
         spec = parse_spec(spec_text)
     except TrendError as e:
         fail(str(e))
-    filters: dict[str, str | None] = {}
-    for pair in labels:
-        key, sep, value = pair.partition("=")
-        filters[key] = value if sep else None
+    filters = label_filters(labels)
     with open_store(ctx) as store:
         try:
             runs = [store.load(r.id) for r in store.list_runs(filters, newest=None)]
