@@ -45,11 +45,11 @@ static rtb_result run(rtb_ctx *ctx)
     for (int i = 0; i < 10; i++) /* warm caches and branch predictors */
         sink = workload();
     for (int64_t i = 0; i < repeats && !atomic_load(&ctx->stop); i++) {
-        rtb_time t0 = rtb_ts_now();
+        rtb_stamp t0 = rtb_stamp_now();
         double r = workload();
-        rtb_time t1 = rtb_ts_now();
+        rtb_stamp t1 = rtb_stamp_now();
         sink = r;
-        rtb_series_push(&s, t1 - t0);
+        rtb_series_push(&s, rtb_stamp_ns(t1 - t0));
     }
     rtb_emit_series(ctx, &s);
     rtb_series_free(&s);

@@ -48,19 +48,19 @@ static int64_t measure(heap_run *h, int64_t n, rtb_series *a, rtb_series *f)
     for (int64_t i = 0; i < n && !atomic_load_explicit(&h->ctx->stop, memory_order_relaxed);
          i++) {
         void *p;
-        rtb_time t0 = rtb_ts_now();
+        rtb_stamp t0 = rtb_stamp_now();
         int rc = rtb_heap_alloc(h->size, &p);
-        rtb_time t1 = rtb_ts_now();
+        rtb_stamp t1 = rtb_stamp_now();
         if (rc != RTB_OK) {
             refused++;
             continue;
         }
         *(volatile char *)p = 1; /* the block is usable: touch it, untimed */
-        rtb_time t2 = rtb_ts_now();
+        rtb_stamp t2 = rtb_stamp_now();
         rtb_heap_free(p);
-        rtb_time t3 = rtb_ts_now();
-        rtb_series_push(a, t1 - t0);
-        rtb_series_push(f, t3 - t2);
+        rtb_stamp t3 = rtb_stamp_now();
+        rtb_series_push(a, rtb_stamp_ns(t1 - t0));
+        rtb_series_push(f, rtb_stamp_ns(t3 - t2));
     }
     return refused;
 }

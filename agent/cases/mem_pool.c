@@ -61,19 +61,19 @@ static rtb_result run(rtb_ctx *ctx)
     int64_t failed = 0;
     for (int64_t i = 0; i < n && !atomic_load_explicit(&ctx->stop, memory_order_relaxed); i++) {
         void *b = NULL;
-        rtb_time t0 = rtb_ts_now();
+        rtb_stamp t0 = rtb_stamp_now();
         int rc = rtb_pool_get(&pool, &b);
-        rtb_time t1 = rtb_ts_now();
+        rtb_stamp t1 = rtb_stamp_now();
         if (rc != RTB_OK) {
             failed++;
             continue;
         }
         *(volatile char *)b = 1;
-        rtb_time t2 = rtb_ts_now();
+        rtb_stamp t2 = rtb_stamp_now();
         rtb_pool_put(&pool, b);
-        rtb_time t3 = rtb_ts_now();
-        rtb_series_push(&g, t1 - t0);
-        rtb_series_push(&p, t3 - t2);
+        rtb_stamp t3 = rtb_stamp_now();
+        rtb_series_push(&g, rtb_stamp_ns(t1 - t0));
+        rtb_series_push(&p, rtb_stamp_ns(t3 - t2));
     }
     if (failed) {
         rtb_emit_check_error(ctx, "get", "%lld of %lld gets from a pool with free blocks failed",

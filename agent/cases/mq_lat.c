@@ -27,20 +27,20 @@ typedef struct lat {
     size_t size, n; /* n includes the warm-up rounds */
     size_t done;
     char *a_out, *a_in, *b_buf; /* size bytes each: mq_receive needs mq_msgsize */
-    rtb_time *one, *round;
+    rtb_stamp *one, *round; /* in ticks, converted after the run */
 } lat;
 
 static void pinger(void *arg)
 {
     lat *x = arg;
     for (uint64_t i = 0; i < x->n && !atomic_load(&x->ctx->stop); i++) {
-        rtb_time t0 = rtb_ts_now();
+        rtb_stamp t0 = rtb_stamp_now();
         memcpy(x->a_out, &i, sizeof i);
         memcpy(x->a_out + 8, &t0, sizeof t0);
         if (rtb_queue_send(&x->ab, x->a_out, x->size, x->ctx->deadline) != RTB_OK)
             break;
         int len = rtb_queue_receive(&x->ba, x->a_in, x->size, x->ctx->deadline);
-        rtb_time t2 = rtb_ts_now();
+        rtb_stamp t2 = rtb_stamp_now();
         if (len != (int)x->size)
             break;
         x->round[i] = t2 - t0;
@@ -56,9 +56,9 @@ static void echo(void *arg)
     lat *x = arg;
     for (;;) {
         int len = rtb_queue_receive(&x->ab, x->b_buf, x->size, x->ctx->deadline);
-        rtb_time t1 = rtb_ts_now();
+        rtb_stamp t1 = rtb_stamp_now();
         uint64_t i = STOP;
-        rtb_time t0;
+        rtb_stamp t0;
         if (len == (int)x->size)
             memcpy(&i, x->b_buf, sizeof i);
         if (i >= x->n)
@@ -111,8 +111,8 @@ static rtb_result point(rtb_ctx *ctx, size_t size, size_t n, rtb_series *one, rt
     }
     int rc = rtb_join_all(ctx, th, nt);
     for (size_t i = WARMUP; i < x.done; i++) {
-        rtb_series_push(one, x.one[i]);
-        rtb_series_push(rt, x.round[i]);
+        rtb_series_push(one, rtb_stamp_ns(x.one[i]));
+        rtb_series_push(rt, rtb_stamp_ns(x.round[i]));
     }
     if (nt < 2 || rc != RTB_OK || x.done < x.n)
         rtb_emit_check_error(ctx, "exchange", "size %llu: %llu of %llu round trips completed",

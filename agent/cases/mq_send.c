@@ -32,10 +32,10 @@ static int no_pend(rtb_ctx *ctx, rtb_queue *q, size_t n, rtb_series *s)
     int bad = 0;
     for (size_t i = 0; i < n && !atomic_load(&ctx->stop);) {
         for (int k = 0; k < DEPTH && i < n; k++, i++) {
-            rtb_time t0 = rtb_ts_now();
+            rtb_stamp t0 = rtb_stamp_now();
             int rc = rtb_queue_send(q, msg, sizeof msg, 0);
-            rtb_time t1 = rtb_ts_now();
-            rtb_series_push(s, t1 - t0);
+            rtb_stamp t1 = rtb_stamp_now();
+            rtb_series_push(s, rtb_stamp_ns(t1 - t0));
             bad += rc != RTB_OK;
         }
         drain(q);
@@ -47,7 +47,7 @@ typedef struct pend {
     rtb_ctx *ctx;
     rtb_queue *q;
     size_t n, sent;
-    rtb_time *t_send, *t_recv;
+    rtb_stamp *t_send, *t_recv;
 } pend;
 
 static void receiver(void *arg)
@@ -56,7 +56,7 @@ static void receiver(void *arg)
     char buf[MSG];
     for (;;) {
         int len = rtb_queue_receive(x->q, buf, sizeof buf, x->ctx->deadline);
-        rtb_time t = rtb_ts_now();
+        rtb_stamp t = rtb_stamp_now();
         uint64_t i = STOP;
         if (len == MSG)
             memcpy(&i, buf, sizeof i);
@@ -72,7 +72,7 @@ static void sender(void *arg)
     char msg[MSG] = {0};
     for (uint64_t i = 0; i < x->n && !atomic_load(&x->ctx->stop); i++) {
         memcpy(msg, &i, sizeof i);
-        x->t_send[i] = rtb_ts_now();
+        x->t_send[i] = rtb_stamp_now();
         if (rtb_queue_send(x->q, msg, sizeof msg, x->ctx->deadline) != RTB_OK)
             break;
         x->sent = i + 1;
@@ -113,7 +113,7 @@ static int pending(rtb_ctx *ctx, rtb_queue *q, size_t n, rtb_series *s)
          * sender's next stamp; without real-time priority it may not. */
         size_t late = 0;
         for (size_t i = 0; i < x.sent; i++) {
-            rtb_series_push(s, x.t_recv[i] - x.t_send[i]);
+            rtb_series_push(s, rtb_stamp_ns(x.t_recv[i] - x.t_send[i]));
             if (x.t_recv[i] < x.t_send[i] || (i + 1 < x.sent && x.t_recv[i] > x.t_send[i + 1]))
                 late++;
         }
@@ -145,10 +145,10 @@ static rtb_result full(rtb_ctx *ctx, rtb_queue *q, size_t n, rtb_series *s)
     size_t eagain = 0, other = 0;
     int other_rc = 0;
     for (size_t i = 0; i < n && !atomic_load(&ctx->stop); i++) {
-        rtb_time t0 = rtb_ts_now();
+        rtb_stamp t0 = rtb_stamp_now();
         int rc = rtb_queue_send(q, msg, sizeof msg, 0);
-        rtb_time t1 = rtb_ts_now();
-        rtb_series_push(s, t1 - t0);
+        rtb_stamp t1 = rtb_stamp_now();
+        rtb_series_push(s, rtb_stamp_ns(t1 - t0));
         if (rc == RTB_EAGAIN) {
             eagain++;
         } else {

@@ -22,9 +22,9 @@ typedef struct arc {
     atomic_size_t cur;   /* the iteration low is in: set before it wakes the others */
     atomic_bool done;
     size_t completed;
-    rtb_time *t_req, *t_got; /* high: lock request, has the mutex */
-    rtb_time *t_own, *t_unl; /* low: runs again as owner, unlocks */
-    rtb_time *t_med;         /* medium: back on the CPU */
+    rtb_stamp *t_req, *t_got; /* high: lock request, has the mutex */
+    rtb_stamp *t_own, *t_unl; /* low: runs again as owner, unlocks */
+    rtb_stamp *t_med;         /* medium: back on the CPU */
 } arc;
 
 static void low_fn(void *arg)
@@ -35,8 +35,8 @@ static void low_fn(void *arg)
             break;
         atomic_store(&x->cur, i);
         rtb_sem_give(&x->go_med); /* medium, then high, run from here */
-        x->t_own[i] = rtb_ts_now();
-        x->t_unl[i] = rtb_ts_now();
+        x->t_own[i] = rtb_stamp_now();
+        x->t_unl[i] = rtb_stamp_now();
         rtb_mutex_unlock(&x->m);
         x->completed = i + 1;
     }
@@ -50,7 +50,7 @@ static void medium_fn(void *arg)
     while (rtb_sem_take(&x->go_med, x->ctx->deadline) == RTB_OK && !atomic_load(&x->done)) {
         size_t i = atomic_load(&x->cur);
         rtb_sem_give(&x->go_high); /* high preempts and asks for the mutex */
-        x->t_med[i] = rtb_ts_now();
+        x->t_med[i] = rtb_stamp_now();
     }
     atomic_store(&x->done, true);
     rtb_sem_give(&x->go_high);
@@ -61,10 +61,10 @@ static void high_fn(void *arg)
     arc *x = arg;
     while (rtb_sem_take(&x->go_high, x->ctx->deadline) == RTB_OK && !atomic_load(&x->done)) {
         size_t i = atomic_load(&x->cur);
-        x->t_req[i] = rtb_ts_now();
+        x->t_req[i] = rtb_stamp_now();
         if (rtb_mutex_lock(&x->m) != RTB_OK)
             break;
-        x->t_got[i] = rtb_ts_now();
+        x->t_got[i] = rtb_stamp_now();
         rtb_mutex_unlock(&x->m);
     }
     atomic_store(&x->done, true);
@@ -116,8 +116,8 @@ static rtb_result measure(rtb_ctx *ctx, arc *x, rtb_series *acq, rtb_series *rel
             skipped++;
             continue;
         }
-        rtb_series_push(acq, x->t_own[i] - x->t_req[i]);
-        rtb_series_push(rel, x->t_got[i] - x->t_unl[i]);
+        rtb_series_push(acq, rtb_stamp_ns(x->t_own[i] - x->t_req[i]));
+        rtb_series_push(rel, rtb_stamp_ns(x->t_got[i] - x->t_unl[i]));
         if (x->t_got[i] > x->t_med[i])
             medium_first++;
     }
@@ -146,7 +146,7 @@ static rtb_result measure(rtb_ctx *ctx, arc *x, rtb_series *acq, rtb_series *rel
 static rtb_result run(rtb_ctx *ctx)
 {
     arc x = {.ctx = ctx, .n = (size_t)rtb_param(ctx, "iterations")};
-    rtb_time **bufs[] = {&x.t_req, &x.t_got, &x.t_own, &x.t_unl, &x.t_med};
+    rtb_stamp **bufs[] = {&x.t_req, &x.t_got, &x.t_own, &x.t_unl, &x.t_med};
     bool mem = true;
     for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++) {
         mem = (*bufs[b] = rtb_mem_calloc(x.n, sizeof(rtb_time))) != NULL && mem;

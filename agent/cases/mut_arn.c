@@ -42,13 +42,13 @@ static rtb_result run(rtb_ctx *ctx)
         int bad = 0;
         for (size_t i = 0; i < n && !atomic_load_explicit(&ctx->stop, memory_order_relaxed);
              i++) {
-            rtb_time t0 = rtb_ts_now();
+            rtb_stamp t0 = rtb_stamp_now();
             int a = rtb_mutex_lock(&m);
-            rtb_time t1 = rtb_ts_now();
+            rtb_stamp t1 = rtb_stamp_now();
             int b = rtb_mutex_unlock(&m);
-            rtb_time t2 = rtb_ts_now();
-            rtb_series_push(&lock, t1 - t0);
-            rtb_series_push(&unlock, t2 - t1);
+            rtb_stamp t2 = rtb_stamp_now();
+            rtb_series_push(&lock, rtb_stamp_ns(t1 - t0));
+            rtb_series_push(&unlock, rtb_stamp_ns(t2 - t1));
             bad += (a != RTB_OK) + (b != RTB_OK);
         }
         rtb_mutex_delete(&m);

@@ -23,9 +23,9 @@ typedef struct pi_round {
     rtb_time hold;
     atomic_bool got;          /* high has the mutex: medium stops at once */
     bool low_locked, high_locked;
-    rtb_time t_req, t_got;    /* high: asks for the mutex, has it */
-    rtb_time t_med;           /* medium: back on the CPU after high asked */
-    rtb_time t_low;           /* low: running again while it holds the mutex */
+    rtb_stamp t_req, t_got;   /* high: asks for the mutex, has it */
+    rtb_stamp t_med;          /* medium: back on the CPU after high asked */
+    rtb_stamp t_low;          /* low: running again while it holds the mutex */
 } pi_round;
 
 static void high_fn(void *arg)
@@ -33,10 +33,10 @@ static void high_fn(void *arg)
     pi_round *r = arg;
     if (rtb_sem_take(&r->go_high, r->ctx->deadline) != RTB_OK)
         return;
-    r->t_req = rtb_ts_now();
+    r->t_req = rtb_stamp_now();
     if (rtb_mutex_lock(&r->m) != RTB_OK)
         return;
-    r->t_got = rtb_ts_now();
+    r->t_got = rtb_stamp_now();
     r->high_locked = true;
     atomic_store(&r->got, true);
     rtb_mutex_unlock(&r->m);
@@ -49,7 +49,7 @@ static void medium_fn(void *arg)
     rtb_sem_give(&r->go_high); /* high preempts here and asks for the mutex */
     if (rc != RTB_OK)
         return;
-    r->t_med = rtb_ts_now();
+    r->t_med = rtb_stamp_now();
     if (atomic_load(&r->got))
         return;
     /* On the CPU while high waits: the inversion. Keep it a while, so that
@@ -64,7 +64,7 @@ static void low_fn(void *arg)
     pi_round *r = arg;
     r->low_locked = rtb_mutex_lock(&r->m) == RTB_OK;
     rtb_sem_give(&r->go_med); /* medium preempts; low comes back by inheritance or last */
-    r->t_low = rtb_ts_now();
+    r->t_low = rtb_stamp_now();
     if (r->low_locked)
         rtb_mutex_unlock(&r->m);
 }
@@ -110,8 +110,8 @@ static bool scenario(rtb_ctx *ctx, unsigned flags, rtb_time hold, tally *t)
     }
     if (r.t_med > r.t_req && r.t_med < r.t_got)
         t->inverted++;
-    if (r.t_got - r.t_req > t->max_wait)
-        t->max_wait = r.t_got - r.t_req;
+    if (rtb_stamp_ns(r.t_got - r.t_req) > t->max_wait)
+        t->max_wait = rtb_stamp_ns(r.t_got - r.t_req);
     return true;
 }
 

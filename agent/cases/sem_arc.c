@@ -36,7 +36,7 @@ struct arc {
     rtb_sem s;
     atomic_bool quit;
     atomic_llong attempted, woken;
-    rtb_time *t_a, *t_c, *t_g, *t_w;
+    rtb_stamp *t_a, *t_c, *t_g, *t_w;
 };
 
 static void waiter(void *arg)
@@ -46,11 +46,11 @@ static void waiter(void *arg)
     for (;;) {
         if (rtb_sem_take(&w->start, x->ctx->deadline) != RTB_OK || atomic_load(&x->quit))
             return;
-        x->t_a[w->slot] = rtb_ts_now();
+        x->t_a[w->slot] = rtb_stamp_now();
         atomic_fetch_add_explicit(&x->attempted, 1, memory_order_relaxed);
         if (rtb_sem_take(&x->s, x->ctx->deadline) != RTB_OK)
             return;
-        rtb_time t = rtb_ts_now();
+        rtb_stamp t = rtb_stamp_now();
         x->t_w[atomic_fetch_add_explicit(&x->woken, 1, memory_order_relaxed)] = t;
     }
 }
@@ -145,10 +145,10 @@ static rtb_result run_point(rtb_ctx *ctx, int w_count, int64_t rounds)
             w[i].slot = j;
             rtb_sem_give(&w[i].start);
             late += catch_up(&x, &x.attempted, j + 1);
-            x.t_c[j] = rtb_ts_now();
+            x.t_c[j] = rtb_stamp_now();
         }
         for (int64_t k = first; k < j; k++) {
-            x.t_g[k] = rtb_ts_now();
+            x.t_g[k] = rtb_stamp_now();
             rtb_sem_give(&x.s);
             late += catch_up(&x, &x.woken, k + 1);
         }
@@ -160,9 +160,9 @@ static rtb_result run_point(rtb_ctx *ctx, int w_count, int64_t rounds)
         r = RTB_ERROR;
     int64_t woken = atomic_load(&x.woken);
     for (int64_t k = 0; k < j && r == RTB_PASSED; k++) {
-        rtb_series_push(&acq, x.t_c[k] - x.t_a[k]);
+        rtb_series_push(&acq, rtb_stamp_ns(x.t_c[k] - x.t_a[k]));
         if (k < woken)
-            rtb_series_push(&rel, x.t_w[k] - x.t_g[k]);
+            rtb_series_push(&rel, rtb_stamp_ns(x.t_w[k] - x.t_g[k]));
     }
     if (r == RTB_PASSED && (late || woken != j))
         rtb_warn(ctx, ctx->port->realtime ? "not_preempted" : "not_realtime",

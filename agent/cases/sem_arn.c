@@ -29,18 +29,18 @@ static rtb_result run(rtb_ctx *ctx)
     rtb_thread_self_set(rtb_attr(ctx, "sem-arn", 0).priority, ctx->opt->cpu);
     int64_t failures = 0;
     for (int64_t i = 0; i < iterations && !atomic_load(&ctx->stop); i++) {
-        rtb_time t0 = rtb_ts_now();
+        rtb_stamp t0 = rtb_stamp_now();
         int rg = rtb_sem_give(&s);
-        rtb_time t1 = rtb_ts_now();
+        rtb_stamp t1 = rtb_stamp_now();
         /* The blocking form, as a task would call it: it must not block. */
         int rt = rtb_sem_take(&s, ctx->deadline);
-        rtb_time t2 = rtb_ts_now();
+        rtb_stamp t2 = rtb_stamp_now();
         if (rg != RTB_OK || rt != RTB_OK) {
             failures++;
             continue;
         }
-        rtb_series_push(&give, t1 - t0);
-        rtb_series_push(&take, t2 - t1);
+        rtb_series_push(&give, rtb_stamp_ns(t1 - t0));
+        rtb_series_push(&take, rtb_stamp_ns(t2 - t1));
     }
     rtb_sem_delete(&s);
     rtb_result r = RTB_PASSED;

@@ -37,9 +37,9 @@ static rtb_result run(rtb_ctx *ctx)
     int64_t failures = 0;
     for (int used = 0; used < 2 && r == RTB_PASSED; used++) {
         for (int64_t i = 0; i < iterations && !atomic_load(&ctx->stop); i++) {
-            rtb_time t0 = rtb_ts_now();
+            rtb_stamp t0 = rtb_stamp_now();
             int rc = rtb_sem_create(&s, 0);
-            rtb_time t1 = rtb_ts_now();
+            rtb_stamp t1 = rtb_stamp_now();
             if (rc != RTB_OK) {
                 failures++;
                 continue;
@@ -48,12 +48,12 @@ static rtb_result run(rtb_ctx *ctx)
                 rtb_sem_give(&s);
                 rtb_sem_take(&s, 0);
             }
-            rtb_time t2 = rtb_ts_now();
+            rtb_stamp t2 = rtb_stamp_now();
             rc = rtb_sem_delete(&s);
-            rtb_time t3 = rtb_ts_now();
-            rtb_series_push(&cr[used], t1 - t0);
+            rtb_stamp t3 = rtb_stamp_now();
+            rtb_series_push(&cr[used], rtb_stamp_ns(t1 - t0));
             if (rc == RTB_OK)
-                rtb_series_push(&del[used], t3 - t2);
+                rtb_series_push(&del[used], rtb_stamp_ns(t3 - t2));
             else
                 failures++;
         }

@@ -16,7 +16,7 @@ static const rtb_param_def params[] = {
 typedef struct shf {
     rtb_ctx *ctx;
     rtb_sem s, p;
-    rtb_time *ta, *tb;
+    rtb_stamp *ta, *tb;
     size_t cap, na, nb;
     atomic_bool done;   /* A stopped giving */
     atomic_bool b_done; /* B stopped taking */
@@ -26,7 +26,7 @@ static void thread_a(void *arg)
 {
     shf *x = arg;
     while (!atomic_load_explicit(&x->ctx->stop, memory_order_relaxed) && x->na < x->cap) {
-        x->ta[x->na++] = rtb_ts_now();
+        x->ta[x->na++] = rtb_stamp_now();
         rtb_sem_give(&x->s);
         if (rtb_sem_take(&x->p, x->ctx->deadline) != RTB_OK || atomic_load(&x->b_done))
             break;
@@ -44,7 +44,7 @@ static void thread_b(void *arg)
         /* A broken semaphore lets B run on without A: bound it. */
         if (atomic_load_explicit(&x->ctx->stop, memory_order_relaxed) || x->nb == x->cap)
             break;
-        x->tb[x->nb++] = rtb_ts_now();
+        x->tb[x->nb++] = rtb_stamp_now();
         rtb_sem_give(&x->p);
     }
     atomic_store(&x->b_done, true);
@@ -93,7 +93,7 @@ static rtb_result run(rtb_ctx *ctx)
 
     size_t n = x.na < x.nb ? x.na : x.nb;
     for (size_t i = 0; i < n; i++)
-        rtb_series_push(&s, x.tb[i] - x.ta[i]);
+        rtb_series_push(&s, rtb_stamp_ns(x.tb[i] - x.ta[i]));
     bool ok = check_order(ctx, &x);
     rtb_emit_series(ctx, &s);
     rtb_series_free(&s);

@@ -18,7 +18,7 @@ typedef struct tk {
     rtb_ctx *ctx;
     rtb_sem s;
     int64_t n; /* rounds, the first one (thread start-up) not a sample */
-    rtb_time *th, *tl;
+    rtb_stamp *th, *tl;
     atomic_llong h_round;  /* rounds H has stamped */
     atomic_llong l_round;
     atomic_bool quit;      /* set-up failed: H must leave after its take */
@@ -28,7 +28,7 @@ static void thread_h(void *arg)
 {
     tk *x = arg;
     for (int64_t i = 0; i < x->n; i++) {
-        x->th[i] = rtb_ts_now();
+        x->th[i] = rtb_stamp_now();
         atomic_store_explicit(&x->h_round, i + 1, memory_order_relaxed);
         if (rtb_sem_take(&x->s, x->ctx->deadline) != RTB_OK || atomic_load(&x->quit))
             break;
@@ -45,7 +45,7 @@ static void thread_l(void *arg)
         while (atomic_load_explicit(&x->h_round, memory_order_relaxed) <= i &&
                rtb_clock_now() < x->ctx->deadline)
             rtb_thread_yield();
-        x->tl[i] = rtb_ts_now();
+        x->tl[i] = rtb_stamp_now();
         atomic_store_explicit(&x->l_round, i + 1, memory_order_relaxed);
         rtb_sem_give(&x->s);
     }
@@ -91,7 +91,7 @@ static rtb_result unavailable(rtb_ctx *ctx, int64_t iterations, rtb_series *out)
         if (x.tl[i] < x.th[i]) /* L stamped before H blocked: not a sample */
             negative++;
         else
-            rtb_series_push(out, x.tl[i] - x.th[i]);
+            rtb_series_push(out, rtb_stamp_ns(x.tl[i] - x.th[i]));
     }
     if (r == RTB_PASSED && (done < x.n || negative))
         rtb_warn(ctx, "incomplete", "unavailable: %lld of %lld rounds completed, %lld with L "
@@ -124,14 +124,14 @@ static rtb_result run(rtb_ctx *ctx)
     rtb_thread_self_set(rtb_attr(ctx, "sem-take", 1).priority, ctx->opt->cpu);
     int64_t failures = 0;
     for (int64_t i = 0; i < iterations && !atomic_load(&ctx->stop); i++) {
-        rtb_time t0 = rtb_ts_now();
+        rtb_stamp t0 = rtb_stamp_now();
         int rc = rtb_sem_take(&s, ctx->deadline);
-        rtb_time t1 = rtb_ts_now();
+        rtb_stamp t1 = rtb_stamp_now();
         if (rc != RTB_OK) {
             failures++;
             break;
         }
-        rtb_series_push(&av, t1 - t0);
+        rtb_series_push(&av, rtb_stamp_ns(t1 - t0));
         rtb_sem_give(&s); /* back to 1, untimed */
     }
     rtb_sem_delete(&s);

@@ -49,11 +49,11 @@ static void on_event(void *arg) { (void)arg; }
 
 #define TIMED(x, row, call)                                   \
     do {                                                      \
-        rtb_time t0_ = rtb_ts_now();                          \
+        rtb_stamp t0_ = rtb_stamp_now();                         \
         int rc_ = (call);                                     \
-        rtb_time t1_ = rtb_ts_now();                          \
+        rtb_stamp t1_ = rtb_stamp_now();                         \
         if ((x)->record)                                      \
-            rtb_series_push(&(x)->s[row], t1_ - t0_);         \
+            rtb_series_push(&(x)->s[row], rtb_stamp_ns(t1_ - t0_));\
         (x)->failures += rc_ < 0;                             \
     } while (0)
 

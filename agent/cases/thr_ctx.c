@@ -26,7 +26,7 @@ static const rtb_param_def params[] = {
 typedef struct ctxsw {
     rtb_ctx *ctx;
     rtb_sem to_high, to_low, park;
-    rtb_time *log; /* L at even indices, H at odd */
+    rtb_stamp *log; /* L at even indices, H at odd */
     size_t rounds;
     atomic_int parked;
     size_t h_done; /* rounds H completed */
@@ -37,12 +37,12 @@ static void low(void *arg)
     ctxsw *x = arg;
     size_t i = 0;
     for (; i < x->rounds; i++) {
-        x->log[2 * i] = rtb_ts_now();
+        x->log[2 * i] = rtb_stamp_now();
         rtb_sem_give(&x->to_high);
         if (rtb_sem_take(&x->to_low, x->ctx->deadline) != RTB_OK)
             return;
     }
-    x->log[2 * i] = rtb_ts_now();
+    x->log[2 * i] = rtb_stamp_now();
 }
 
 static void high(void *arg)
@@ -51,7 +51,7 @@ static void high(void *arg)
     for (size_t i = 0; i < x->rounds; i++) {
         if (rtb_sem_take(&x->to_high, x->ctx->deadline) != RTB_OK)
             return;
-        x->log[2 * i + 1] = rtb_ts_now();
+        x->log[2 * i + 1] = rtb_stamp_now();
         x->h_done = i + 1;
         rtb_sem_give(&x->to_low);
     }
@@ -145,7 +145,7 @@ static rtb_result run_point(rtb_ctx *ctx, ctxsw *x, int extra, int lo, int hi)
     if (r == RTB_PASSED) {
         size_t stamps = x->h_done == x->rounds ? 2 * x->rounds + 1 : 2 * x->h_done;
         for (size_t i = 0; i + 1 < stamps; i++)
-            rtb_series_push(&s, x->log[i + 1] - x->log[i]);
+            rtb_series_push(&s, rtb_stamp_ns(x->log[i + 1] - x->log[i]));
         if (x->h_done < x->rounds) {
             rtb_emit_check_error(ctx, "handoff", "n=%d: only %llu of %llu rounds completed", extra,
                                  (unsigned long long)x->h_done, (unsigned long long)x->rounds);

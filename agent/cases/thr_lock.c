@@ -85,14 +85,14 @@ static rtb_result run(rtb_ctx *ctx)
     rtb_result r = RTB_PASSED;
     int rc = RTB_OK;
     for (size_t i = 0; i < count && rc == RTB_OK; i++) {
-        rtb_time t0 = rtb_ts_now();
+        rtb_stamp t0 = rtb_stamp_now();
         rc = rtb_sched_lock();
-        rtb_time t1 = rtb_ts_now();
+        rtb_stamp t1 = rtb_stamp_now();
         if (rc == RTB_OK)
             rc = rtb_sched_unlock();
-        rtb_time t2 = rtb_ts_now();
-        rtb_series_push(&lock, t1 - t0);
-        rtb_series_push(&unlock, t2 - t1);
+        rtb_stamp t2 = rtb_stamp_now();
+        rtb_series_push(&lock, rtb_stamp_ns(t1 - t0));
+        rtb_series_push(&unlock, rtb_stamp_ns(t2 - t1));
     }
     if (rc != RTB_OK) {
         rtb_emit_check_error(ctx, "lock", "the port's scheduler lock failed (error %d)", rc);

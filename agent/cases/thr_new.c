@@ -19,26 +19,26 @@ static const rtb_param_def params[] = {
 typedef struct born {
     rtb_sem block;
     rtb_time deadline;
-    _Atomic rtb_time first, last;
+    _Atomic rtb_stamp first, last;
 } born;
 
 static void never_run(void *arg)
 {
     born *b = arg;
-    atomic_store_explicit(&b->first, rtb_ts_now(), memory_order_relaxed);
+    atomic_store_explicit(&b->first, rtb_stamp_now(), memory_order_relaxed);
 }
 
 static void run_and_exit(void *arg)
 {
     born *b = arg;
-    atomic_store_explicit(&b->first, rtb_ts_now(), memory_order_relaxed);
-    atomic_store_explicit(&b->last, rtb_ts_now(), memory_order_relaxed);
+    atomic_store_explicit(&b->first, rtb_stamp_now(), memory_order_relaxed);
+    atomic_store_explicit(&b->last, rtb_stamp_now(), memory_order_relaxed);
 }
 
 static void run_and_block(void *arg)
 {
     born *b = arg;
-    atomic_store_explicit(&b->first, rtb_ts_now(), memory_order_relaxed);
+    atomic_store_explicit(&b->first, rtb_stamp_now(), memory_order_relaxed);
     rtb_sem_take(&b->block, b->deadline);
 }
 
@@ -65,26 +65,26 @@ typedef struct tally {
 } tally;
 
 /* One creation and deletion; t0..t1 bracket the create call. */
-static int measure(rtb_ctx *ctx, int scenario, rtb_thread *th, born *b, rtb_time t0,
-                   rtb_time t1, rtb_series *cr, rtb_series *de, tally *t)
+static int measure(rtb_ctx *ctx, int scenario, rtb_thread *th, born *b, rtb_stamp t0,
+                   rtb_stamp t1, rtb_series *cr, rtb_series *de, tally *t)
 {
-    rtb_time first = atomic_load_explicit(&b->first, memory_order_relaxed);
+    rtb_stamp first = atomic_load_explicit(&b->first, memory_order_relaxed);
     if (scenario == 1) {
-        rtb_time t2 = rtb_ts_now();
+        rtb_stamp t2 = rtb_stamp_now();
         int rc = rtb_thread_delete(th);
-        rtb_time t3 = rtb_ts_now();
+        rtb_stamp t3 = rtb_stamp_now();
         t->off_script += first != 0;
-        rtb_series_push(cr, t1 - t0);
-        rtb_series_push(de, t3 - t2);
+        rtb_series_push(cr, rtb_stamp_ns(t1 - t0));
+        rtb_series_push(de, rtb_stamp_ns(t3 - t2));
         return rc;
     }
     if (scenario == 2) {
         int rc = rtb_thread_join(th, ctx->deadline);
-        rtb_time t2 = rtb_ts_now();
+        rtb_stamp t2 = rtb_stamp_now();
         t->off_script += !first || first > t1;
         if (rc == RTB_OK) {
-            rtb_series_push(cr, atomic_load(&b->first) - t0);
-            rtb_series_push(de, t2 - atomic_load(&b->last));
+            rtb_series_push(cr, rtb_stamp_ns(atomic_load(&b->first) - t0));
+            rtb_series_push(de, rtb_stamp_ns(t2 - atomic_load(&b->last)));
         }
         return rc;
     }
@@ -93,11 +93,11 @@ static int measure(rtb_ctx *ctx, int scenario, rtb_thread *th, born *b, rtb_time
         rtb_thread_delete(th);
         return RTB_ETIMEDOUT;
     }
-    rtb_time t2 = rtb_ts_now();
+    rtb_stamp t2 = rtb_stamp_now();
     int rc = rtb_thread_delete(th);
-    rtb_time t3 = rtb_ts_now();
-    rtb_series_push(cr, atomic_load(&b->first) - t0);
-    rtb_series_push(de, t3 - t2);
+    rtb_stamp t3 = rtb_stamp_now();
+    rtb_series_push(cr, rtb_stamp_ns(atomic_load(&b->first) - t0));
+    rtb_series_push(de, rtb_stamp_ns(t3 - t2));
     return rc;
 }
 
@@ -114,9 +114,9 @@ static void one(rtb_ctx *ctx, int scenario, rtb_series *cr, rtb_series *de, tall
         return;
     }
     rtb_thread th;
-    rtb_time t0 = rtb_ts_now();
+    rtb_stamp t0 = rtb_stamp_now();
     int rc = rtb_thread_create(&th, &a, fns[scenario - 1], &b);
-    rtb_time t1 = rtb_ts_now();
+    rtb_stamp t1 = rtb_stamp_now();
     if (rc == RTB_OK)
         rc = measure(ctx, scenario, &th, &b, t0, t1, cr, de, t);
     if (rc != RTB_OK)

@@ -25,7 +25,7 @@ typedef struct pre {
     rtb_sem go;
     rtb_series s;
     rtb_time period;
-    _Atomic rtb_time given; /* the control thread's stamp before the give */
+    _Atomic rtb_stamp given; /* the control thread's stamp before the give */
     atomic_bool done;       /* the control thread gave for the last time */
     size_t gives;
 } pre;
@@ -36,12 +36,12 @@ static void test_thread(void *arg)
     for (;;) {
         if (rtb_sem_take(&x->go, x->ctx->deadline) != RTB_OK)
             break;
-        rtb_time t = rtb_ts_now();
+        rtb_stamp t = rtb_stamp_now();
         /* `stop` too: a broken semaphore would otherwise spin here above
          * the control thread, which could then never say `done`. */
         if (atomic_load(&x->done) || atomic_load_explicit(&x->ctx->stop, memory_order_relaxed))
             break;
-        rtb_series_push(&x->s, t - atomic_load_explicit(&x->given, memory_order_relaxed));
+        rtb_series_push(&x->s, rtb_stamp_ns(t - atomic_load_explicit(&x->given, memory_order_relaxed)));
     }
 }
 
@@ -52,7 +52,7 @@ static void control_thread(void *arg)
         rtb_sleep_until(rtb_clock_now() + x->period);
         if (atomic_load_explicit(&x->ctx->stop, memory_order_relaxed))
             break;
-        atomic_store_explicit(&x->given, rtb_ts_now(), memory_order_relaxed);
+        atomic_store_explicit(&x->given, rtb_stamp_now(), memory_order_relaxed);
         rtb_sem_give(&x->go);
         x->gives++;
     }

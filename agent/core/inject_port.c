@@ -375,4 +375,10 @@ WRAPPED(rtb_time, rtb_ts_now, (void))
     return rtb_inject_clock(__real_rtb_ts_now());
 }
 
+/* The stamps of measured windows: the same faults, counted in ticks. */
+WRAPPED(uint64_t, rtb_cycles_now, (void))
+{
+    return (uint64_t)rtb_inject_clock((rtb_time)__real_rtb_cycles_now());
+}
+
 #endif

@@ -176,6 +176,30 @@ static inline void rtb_series_push(rtb_series *s, int64_t v)
     rtb_hist_add(&s->hist, v);
 }
 
+/* ---- stamps of measured windows (stamp.c) ------------------------------
+ * The ends of a measured window are stamped with rtb_stamp_now(): the port's
+ * raw counter (rtb_cycles_now) where rtb_timing_info.cycles_stamp says it is
+ * invariant, else rtb_ts_now() in ns. Nothing is converted inside the
+ * window: a difference of two stamps becomes ns afterwards, with
+ * rtb_stamp_ns (Zephyr's timing_cycles_to_ns is the model). Stamps are for
+ * differences; an instant on the rtb_clock_now timeline stays rtb_ts_now. */
+typedef int64_t rtb_stamp;
+
+/* Once, by the runner, after rtb_timing_init. */
+void rtb_stamp_init(const rtb_timing_info *ti);
+extern bool rtb_stamp_use_cycles;
+static inline rtb_stamp rtb_stamp_now(void)
+{
+    return rtb_stamp_use_cycles ? (rtb_stamp)rtb_cycles_now() : rtb_ts_now();
+}
+/* A number of ticks (a difference of stamps, negative too) in ns, exact:
+ * floor(ticks * 10^9 / hz) towards zero. */
+rtb_time rtb_stamp_ns(rtb_stamp ticks);
+/* ns in ticks (a threshold compared with stamp differences in a loop). */
+rtb_stamp rtb_stamp_ticks(rtb_time ns);
+/* The stamps' rate: ticks a second (10^9 on the rtb_ts_now fallback). */
+uint64_t rtb_stamp_hz(void);
+
 /* ---- case memory (mem.c) ---------------------------------------------- */
 
 /* What sample buffers and histograms live in, outside measured sections:

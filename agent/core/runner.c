@@ -136,6 +136,12 @@ static void hello(rtb_stream *s, const rtb_options *o, const rtb_port_info *pi,
         rtb_json_i64(j, "read_overhead_ns", ti->cycles_read_overhead_ns);
     }
     rtb_json_obj_end(j);
+    /* What stamps the measured windows, and why (rtb_stamp_now). */
+    rtb_json_obj(j, "stamp");
+    rtb_json_str(j, "source", rtb_stamp_use_cycles ? ti->cycles_source : ti->clock_source);
+    rtb_json_u64(j, "hz", rtb_stamp_hz());
+    rtb_json_str(j, "reason", ti->stamp_reason);
+    rtb_json_obj_end(j);
     rtb_json_obj_end(j);
     rtb_json_obj(j, "build");
 #ifdef __VERSION__
@@ -360,6 +366,7 @@ int rtb_run(const rtb_plan *plan, const rtb_options *opt, rtb_stream *stream)
     static rtb_timing_info ti;
     const rtb_port_info *pi = rtb_port();
     rtb_timing_init(&ti);
+    rtb_stamp_init(&ti);
     bool tracing = plan->trace_marker && rtb_trace_open(plan->trace_marker) == RTB_OK;
     hello(stream, opt, pi, &ti, plan, tracing);
 

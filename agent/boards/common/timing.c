@@ -106,5 +106,7 @@ int rtb_timing_init(rtb_timing_info *info)
     snprintf(info->cycles_source, sizeof info->cycles_source, "timer");
     info->cycles_hz = BOARD_TS_HZ;
     info->cycles_read_overhead_ns = overhead(true);
+    info->cycles_stamp = true;
+    snprintf(info->stamp_reason, sizeof info->stamp_reason, "the board's free-running timer");
     return RTB_OK;
 }

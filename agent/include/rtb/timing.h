@@ -21,6 +21,12 @@ typedef struct rtb_timing_info {
     char cycles_source[32];  /* "rdtsc", "cntvct_el0" */
     uint64_t cycles_hz;      /* calibrated against the clock */
     int64_t cycles_read_overhead_ns;
+    /* The counter is fit to stamp measured windows: its rate never changes
+     * (an invariant TSC, the architected arm64 timer, a board's timer) and
+     * the CPUs agree on it. Else measured windows fall back to rtb_ts_now;
+     * `stamp_reason` says why either way (the hello record carries it). */
+    bool cycles_stamp;
+    char stamp_reason[96];
 } rtb_timing_info;
 
 /* Calibrates the cycle counter and measures the read overheads (~100 ms). */

@@ -4,11 +4,13 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "rtb.h"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <x86intrin.h>
 #define CYCLES_SOURCE "rdtsc"
 static inline uint64_t read_cycles(void) { return __rdtsc(); }
@@ -87,6 +89,76 @@ static int64_t cycles_overhead(const rtb_timing_info *info)
     return cost[BATCHES / 2];
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+/* Whether a line of /proc/cpuinfo's "flags" names `flag` (a whole word). */
+static bool has_word(const char *line, const char *flag)
+{
+    size_t n = strlen(flag);
+    for (const char *p = strstr(line, flag); p; p = strstr(p + 1, flag))
+        if ((p == line || p[-1] == ' ' || p[-1] == '\t') && (p[n] == ' ' || p[n] == '\n' || !p[n]))
+            return true;
+    return false;
+}
+
+/* The TSC stamps measured windows only where its rate never changes with
+ * frequency scaling (constant_tsc) nor stops in deep C-states (nonstop_tsc):
+ * the kernel's flags, which include its own quirks (a hypervisor that
+ * hides them); cpuid's invariant-TSC bit where /proc is not mounted. */
+static bool tsc_invariant(char *reason, size_t cap)
+{
+    const char *path = "/proc/cpuinfo";
+#ifdef RTB_TEST_HOOKS
+    /* Test builds read a made-up cpuinfo: the fallback's known answer. */
+    const char *fake = getenv("RTB_TEST_CPUINFO");
+    if (fake && *fake)
+        path = fake;
+#endif
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        unsigned a, b, c, d;
+        bool inv = __get_cpuid(0x80000007u, &a, &b, &c, &d) && (d & (1u << 8));
+        snprintf(reason, cap, inv ? "invariant TSC (cpuid 0x80000007)"
+                                  : "TSC not invariant (cpuid 0x80000007; no %s)", path);
+        return inv;
+    }
+    static char line[4096]; /* once, before any case: not on a stack */
+    bool seen = false, constant = false, nonstop = false;
+    while (!seen && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5) != 0)
+            continue;
+        seen = true;
+        constant = has_word(line, "constant_tsc");
+        nonstop = has_word(line, "nonstop_tsc");
+    }
+    fclose(f);
+    if (constant && nonstop)
+        snprintf(reason, cap, "invariant TSC (constant_tsc nonstop_tsc in %s)", path);
+    else
+        snprintf(reason, cap, "TSC not invariant: no%s%s in %s", constant ? "" : " constant_tsc",
+                 nonstop ? "" : " nonstop_tsc", path);
+    return constant && nonstop;
+}
+#elif defined(__aarch64__)
+static bool tsc_invariant(char *reason, size_t cap)
+{
+    snprintf(reason, cap, "cntvct_el0: the architected timer, constant rate on every CPU");
+    return true;
+}
+
+static uint64_t counter_hz(void)
+{
+    uint64_t v;
+    __asm__ volatile("mrs %0, cntfrq_el0" : "=r"(v));
+    return v;
+}
+#else
+static bool tsc_invariant(char *reason, size_t cap)
+{
+    snprintf(reason, cap, "no cycle counter on this architecture");
+    return false;
+}
+#endif
+
 int rtb_timing_init(rtb_timing_info *info)
 {
     snprintf(info->clock_source, sizeof info->clock_source, "clock_gettime(CLOCK_MONOTONIC_RAW)");
@@ -95,8 +167,10 @@ int rtb_timing_init(rtb_timing_info *info)
     info->clock_resolution_ns = (int64_t)res.tv_sec * 1000000000 + res.tv_nsec;
     info->clock_read_overhead_ns = clock_overhead();
     info->cycles_available = read_cycles() != 0;
-    if (!info->cycles_available)
+    if (!info->cycles_available) {
+        snprintf(info->stamp_reason, sizeof info->stamp_reason, "no cycle counter");
         return RTB_OK;
+    }
     snprintf(info->cycles_source, sizeof info->cycles_source, "%s", CYCLES_SOURCE);
     /* Calibrate over ~50 ms; a preemption inside the window only shifts
      * both ends, it does not bias the rate. */
@@ -107,6 +181,18 @@ int rtb_timing_init(rtb_timing_info *info)
     rtb_time t1 = rtb_ts_now();
     uint64_t c1 = read_cycles();
     info->cycles_hz = t1 > t0 ? mul_1e9_div(c1 - c0, (uint64_t)(t1 - t0)) : 0;
+#if defined(__aarch64__)
+    /* The timer's own rate is exact; the calibration only confirms it (an
+     * emulator whose counter runs at another rate keeps the calibrated). */
+    uint64_t hz = counter_hz();
+    if (hz && info->cycles_hz && hz / 100 * 99 < info->cycles_hz && info->cycles_hz < hz / 100 * 101)
+        info->cycles_hz = hz;
+#endif
     info->cycles_read_overhead_ns = cycles_overhead(info);
+    info->cycles_stamp = tsc_invariant(info->stamp_reason, sizeof info->stamp_reason);
+    if (info->cycles_stamp && !info->cycles_hz) {
+        info->cycles_stamp = false;
+        snprintf(info->stamp_reason, sizeof info->stamp_reason, "the counter did not advance");
+    }
     return RTB_OK;
 }

@@ -190,6 +190,8 @@ _HELLO = fields(
                 resolution_ns=opt(WIRE_INT),
                 read_overhead_ns=opt(WIRE_INT),
                 cycles=opt(obj(_CYCLES)),
+                # what stamps measured windows, and why (agent/core/stamp.c)
+                stamp=opt(obj(fields(source=opt(text), hz=opt(U64), reason=opt(text)))),
             )
         )
     ),
