@@ -321,6 +321,12 @@ int rtb_thread_create(rtb_thread *th, const rtb_thread_attr *a, rtb_thread_fn fn
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     size_t stack = a->stack_size ? a->stack_size : RTB_THREAD_STACK;
+    /* A size below the C library's minimum fails pthread_create (EINVAL):
+     * on arm64 that minimum is 128 KiB (64 KiB pages), so the 64 KiB the
+     * switch cases ask for created no thread there. A stack the port finds
+     * is raised to it; a caller's own stack is the caller's to size. */
+    if (!a->stack && stack < (size_t)PTHREAD_STACK_MIN)
+        stack = (size_t)PTHREAD_STACK_MIN;
     int rc = a->stack ? pthread_attr_setstack(&attr, a->stack, stack)
                       : pthread_attr_setstacksize(&attr, stack);
     if (rc == 0)
