@@ -38,6 +38,8 @@ import numpy as np
 from rtbench.analysis.compare import compare_runs
 from rtbench.analysis.stats import has_all_samples
 from rtbench.model import CaseResult, Histogram, Run, Series, worst_outcome
+from rtbench.request import AgentRequest
+from rtbench.suites import Planned
 
 KEYS = ("load", "load_cpus", "load_threads", "pin", "trace", "preempt", "priority", "cpu")
 PREEMPT_MODES = ("none", "voluntary", "full", "lazy")
@@ -47,22 +49,6 @@ _ONOFF = ("on", "off")
 
 class ConfigError(ValueError):
     pass
-
-
-def load_args(
-    load: str | None, load_cpus: str | None, load_threads: int | None, no_pin: bool
-) -> list[str]:
-    """The agent's options for a background load and unpinned case threads."""
-    args = []
-    if load is not None:
-        args.append(f"--load={load}")
-    if load_cpus is not None:
-        args.append(f"--load-cpus={load_cpus}")
-    if load_threads is not None:
-        args.append(f"--load-threads={load_threads}")
-    if no_pin:
-        args.append("--no-pin")
-    return args
 
 
 @dataclass
@@ -84,18 +70,22 @@ class Config:
     def preempt(self) -> str | None:
         return self.settings.get("preempt")
 
-    def agent_args(self, cpu: int | None, priority: int) -> list[str]:
+    def request(
+        self, plan: list[Planned], cpu: int | None, priority: int | None
+    ) -> AgentRequest:
+        """The agent's request of this side: its settings over the command's."""
         s = self.settings
         threads = s.get("load_threads")
-        args = [f"--priority={s.get('priority', priority)}"]
-        c = s.get("cpu", None if cpu is None else str(cpu))
-        if c is not None:
-            args.append(f"--cpu={c}")
-        return args + load_args(
-            s.get("load"),
-            s.get("load_cpus"),
-            int(threads) if threads is not None else None,
-            s.get("pin") == "off",
+        c = s.get("cpu")
+        p = s.get("priority")
+        return AgentRequest(
+            plan,
+            priority=int(p) if p is not None else priority,
+            cpu=int(c) if c is not None else cpu,
+            load=s.get("load"),
+            load_cpus=s.get("load_cpus"),
+            load_threads=int(threads) if threads is not None else None,
+            pin=s.get("pin") != "off",
         )
 
     def labels(self) -> dict[str, str]:

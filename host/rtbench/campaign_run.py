@@ -29,11 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rtbench.ab import load_args
 from rtbench.campaign import Campaign, Cell
 from rtbench.measure import StopSignals, measure, plan_for, store_run
+from rtbench.request import AgentRequest
 from rtbench.store.location import StoreLocation
 from rtbench.stream import StreamError
+from rtbench.suites import Planned
 from rtbench.targets import Target, TargetError, close
 from rtbench.transports import TransportError
 
@@ -50,11 +51,11 @@ def parallel(target: Target) -> bool:
     return target.kind == "labgrid"
 
 
-def agent_args(c: Campaign, cell: Cell, plan_args: list[str]) -> list[str]:
-    args = load_args(None if cell.load == "none" else cell.load, None, None, False)
-    if c.no_samples:
-        args.append("--no-samples")
-    return [*args, *plan_args]
+def agent_request(c: Campaign, cell: Cell, plan: list[Planned]) -> AgentRequest:
+    """The agent's request of one cell: the campaign's cases under its load."""
+    return AgentRequest(
+        plan, load=None if cell.load == "none" else cell.load, samples=not c.no_samples
+    )
 
 
 def _end_with_parent() -> None:
@@ -67,7 +68,7 @@ def _end_with_parent() -> None:
 class CellRunner:
     campaign: Campaign
     targets: dict[str, Target]
-    plan_args: list[str]
+    plan: list[Planned]
     labels: dict[str, str]
     store: StoreLocation | Path
     say: Say
@@ -90,7 +91,7 @@ class CellRunner:
             return
         how = plan_for(
             target,
-            agent_args(self.campaign, cell, self.plan_args),
+            agent_request(self.campaign, cell, self.plan),
             labels={**self.labels, **cell.labels(self.campaign.name)},
             source="campaign",
             store_path=self.store,

@@ -35,6 +35,7 @@ from rtbench.analysis import stalls
 from rtbench.io.atomic import AtomicSink
 from rtbench.journal import Journal, is_journal_line, parse_header
 from rtbench.model import Run
+from rtbench.request import AgentRequest
 from rtbench.session import Interrupted, collect
 from rtbench.session import Progress as RunProgress
 from rtbench.store import (
@@ -168,10 +169,15 @@ class TargetLike(Protocol):
     def metadata(self) -> dict[str, Any]: ...
 
 
-def plan_for(target: TargetLike, args: list[str], **options: Any) -> Plan:
-    """The plan of a run on `target`: its name, its metadata (stored as the
+def plan_for(target: TargetLike, request: AgentRequest | list[str], **options: Any) -> Plan:
+    """The plan of a run on `target`: the agent's arguments for `request`
+    (arguments given as text are sent as they are) within what the target
+    holds (a board's `most_samples`), its name, its metadata (stored as the
     run's `machine.target`, with `emulated`), and whether this host's probe
     and kernel trace apply (only when the agent runs here)."""
+    if not isinstance(request, AgentRequest):
+        request = AgentRequest(extra=list(request))
+    args = request.within(getattr(target, "most_samples", None)).argv()
     meta = {**target.metadata(), "emulated": bool(target.emulated)}
     return Plan(args, target=target.name, target_meta=meta, is_local=target.is_local, **options)
 
@@ -237,7 +243,9 @@ def measure(
         ) as rec:
             # The agent echoes the identity in its hello: a saved stream of
             # this run is the same run when it is ingested.
-            args = [*kernel_trace.agent_args(rec), f"--run-id={run_id}", *plan.args]
+            marker = rec.marker if rec is not None else None
+            ours = AgentRequest(trace_marker=None if marker is None else str(marker), run_id=run_id)
+            args = [*ours.argv(), *plan.args]
             try:
                 run = collect(
                     transport,

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 
 from rtbench.catalogue import AgentCase, posix_cases
-from rtbench.suites import Planned
+from rtbench.request import AgentRequest
 
 # A per-CPU case's `cycles` when --duration governs: its maximum, so that
 # the duration (its `duration_ms` cap) ends the case.
@@ -63,24 +63,26 @@ def parse_cpus(text: str) -> str:
 
 
 def apply(
-    plan: list[Planned],
+    request: AgentRequest,
     cpus: str | None,
     duration_s: float | None,
     break_us: float | None,
     user_set: set[tuple[str, str]],
     known: Mapping[str, AgentCase] | None = None,
-) -> list[str]:
-    """Sets the per-CPU cases' parameters for --duration and returns the
-    agent's options; SoakError when none of the selected cases takes them.
-    `user_set`: (case, param) the user gave with --set, which win; `known`:
-    the target agent's case table (default: the shipped POSIX one)."""
+) -> None:
+    """Fills `request` for --cpus, --duration and --break: the per-CPU
+    cases' parameters and the agent's options; SoakError when none of the
+    selected cases takes them. `user_set`: (case, param) the user gave with
+    --set, which win; `known`: the target agent's case table (default: the
+    shipped POSIX one)."""
     table = posix_cases() if known is None else known
     names = per_cpu_cases(table)
-    per_cpu = [p for p in plan if p.case in names]
+    per_cpu = [p for p in request.plan if p.case in names]
     # Live figures whenever a per-CPU case runs (JIT-PER's default run is 50 s).
-    progress = [f"--progress={PROGRESS_MS}"] if per_cpu else []
+    if per_cpu:
+        request.progress_ms = PROGRESS_MS
     if cpus is None and duration_s is None and break_us is None:
-        return progress
+        return
     if not per_cpu:
         raise SoakError(
             "--cpus, --duration and --break apply to per-CPU cases ("
@@ -92,14 +94,12 @@ def apply(
             p.params["duration_ms"] = str(max(1, round(duration_s * 1000)))
             if "cycles" in table[p.case].param_names and (p.case, "cycles") not in user_set:
                 p.params["cycles"] = str(SOAK_CYCLES)
-    args = progress
     if cpus is not None:
-        args.append(f"--cpus={parse_cpus(cpus)}")
+        request.cpus = parse_cpus(cpus)
     if break_us is not None:
         if break_us <= 0:
             raise SoakError("--break must be above 0 µs")
-        args.append(f"--break={round(break_us * 1000)}")
-    return args
+        request.break_ns = round(break_us * 1000)
 
 
 def user_overrides(

@@ -162,7 +162,7 @@ def test_preempt_switch_puts_the_mode_back(tmp_path: Path) -> None:
 def test_config_parsing() -> None:
     c = parse_config("B", ["load=cpu:prio=70,io", "pin=off", "set:JIT-PER.blocker_us=500"])
     assert c.overrides == ["JIT-PER.blocker_us=500"]
-    assert c.agent_args(None, 80) == ["--priority=80", "--load=cpu:prio=70,io", "--no-pin"]
+    assert c.request([], None, 80).argv() == ["--priority=80", "--load=cpu:prio=70,io", "--no-pin"]
     assert c.describe() == "load=cpu:prio=70,io pin=off set:JIT-PER.blocker_us=500"
     assert parse_config("A", []).describe() == "defaults"
 

@@ -13,8 +13,9 @@ import pytest
 
 from rtbench import ports
 from rtbench.build import BuildError, KernelUnavailable, agent_source, ensure_firmware
+from rtbench.request import AgentRequest
 from rtbench.targets import TargetError, resolve
-from rtbench.targets.qemu_board import BoardTarget, board_specs, cap_samples, semihosting_args
+from rtbench.targets.qemu_board import BoardTarget, board_specs, semihosting_args
 
 ENV_FREERTOS = "RTBENCH_FREERTOS_KERNEL"
 
@@ -106,9 +107,12 @@ def test_arguments_reach_the_firmware_intact() -> None:
     assert semihosting_args(["THR-SW:n=2,5"]) == (
         "enable=on,target=native,arg=rtbench-agent,arg=THR-SW:n=2,,5"
     )
-    assert cap_samples(["--max-samples=1000000", "X"], 2000) == ["--max-samples=2000", "X"]
-    assert cap_samples(["--max-samples", "10", "X"], 2000) == ["--max-samples=10", "X"]
-    assert cap_samples(["X"], 2000) == ["--max-samples=2000", "X"]
+    # A board's RAM caps the samples of every request (AgentRequest.within).
+    capped = AgentRequest(max_samples=1_000_000, extra=["X"]).within(2000)
+    assert capped.argv() == ["--max-samples=2000", "X"]
+    fits = AgentRequest(max_samples=10, extra=["X"]).within(2000)
+    assert fits.argv() == ["--max-samples=10", "X"]
+    assert AgentRequest(extra=["X"]).within(2000).argv() == ["--max-samples=2000", "X"]
 
 
 def test_every_port_is_its_folder_and_the_host_reads_its_manifest() -> None:

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from rtbench import soak
 from rtbench.catalogue import AgentCase
 from rtbench.model import Run
 from rtbench.reports import live
+from rtbench.request import AgentRequest
 from rtbench.stream import StreamWriter, assemble, parse_lines
 from rtbench.suites import Planned
 
@@ -104,22 +107,29 @@ def test_bad_durations(text: str) -> None:
         soak.parse_duration(text)
 
 
+def _apply(plan: list[Planned], *args: Any) -> list[str]:
+    """soak.apply's options for the agent (the request rendered, cases aside)."""
+    request = AgentRequest(plan)
+    soak.apply(request, *args)
+    return [a for a in request.argv() if a.startswith("--")]
+
+
 def test_apply_sets_the_per_cpu_cases_only() -> None:
     plan = [Planned("JIT-PER", {"cycles": "5000"}), Planned("CAL-REF")]
-    args = soak.apply(plan, "all", 10.0, 500.0, set())
-    assert args == ["--progress=1000", "--cpus=all", "--break=500000"]
+    args = _apply(plan, "all", 10.0, 500.0, set())
+    assert sorted(args) == sorted(["--progress=1000", "--cpus=all", "--break=500000"])
     assert plan[0].params == {"cycles": str(soak.SOAK_CYCLES), "duration_ms": "10000"}
     assert plan[1].params == {}
     # The user's own cycles win; without soak options only the live figures.
     plan = [Planned("JIT-PER", {"cycles": "77"})]
-    soak.apply(plan, None, 1.0, None, soak.user_overrides(["JIT-*.cycles=77"]))
+    _apply(plan, None, 1.0, None, soak.user_overrides(["JIT-*.cycles=77"]))
     assert plan[0].params["cycles"] == "77"
-    assert soak.apply([Planned("JIT-PER")], None, None, None, set()) == ["--progress=1000"]
-    assert soak.apply([Planned("CAL-REF")], None, None, None, set()) == []
+    assert _apply([Planned("JIT-PER")], None, None, None, set()) == ["--progress=1000"]
+    assert _apply([Planned("CAL-REF")], None, None, None, set()) == []
     with pytest.raises(soak.SoakError, match="JIT-PER"):
-        soak.apply([Planned("CAL-REF")], "all", None, None, set())
+        _apply([Planned("CAL-REF")], "all", None, None, set())
     with pytest.raises(soak.SoakError):
-        soak.apply([Planned("JIT-PER")], "1;2", None, None, set())
+        _apply([Planned("JIT-PER")], "1;2", None, None, set())
 
 
 def test_the_per_cpu_trait_comes_from_the_agents_table() -> None:
@@ -133,8 +143,8 @@ def test_the_per_cpu_trait_comes_from_the_agents_table() -> None:
         "JIT-PER": AgentCase("JIT-PER", "t", True, params=[{"name": "cycles"}]),
     }  # fmt: skip
     plan = [Planned("CAL-REF")]
-    assert soak.apply(plan, "all", 2.0, None, set(), table) == ["--progress=1000", "--cpus=all"]
+    assert sorted(_apply(plan, "all", 2.0, None, set(), table)) == ["--cpus=all", "--progress=1000"]
     assert plan[0].params == {"duration_ms": "2000"}  # no `cycles`: it has none
     with pytest.raises(soak.SoakError, match=r"\(CAL-REF\)"):
-        soak.apply([Planned("JIT-PER")], "all", None, None, set(), table)
+        _apply([Planned("JIT-PER")], "all", None, None, set(), table)
     assert soak.per_cpu_cases() == ["JIT-PER", "NOISE-OS"]  # the shipped POSIX table

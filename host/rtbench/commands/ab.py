@@ -150,7 +150,7 @@ def ab(
     rounds: int,
     indicators: tuple[str, ...],
     cpu: int | None,
-    priority: int,
+    priority: int | None,
     labels: tuple[str, ...],
     agent_path: Path | None,
     json_out: Path | None,
@@ -186,7 +186,7 @@ def ab(
     except (BuildError, SelectionError) as e:
         fail(str(e))
     for cfg in sides:  # the agent checks its options (a load spec) before anything runs
-        args = cfg.agent_args(cpu, priority) + [p.agent_arg() for p in plans[cfg.name]]
+        args = cfg.request(plans[cfg.name], cpu, priority).argv()
         try:
             refused = check_args(open_transport(target, exe), args)
         except TransportError as e:
@@ -221,13 +221,12 @@ def ab(
                 for cfg in sides:
                     if stop.received is not None or unsaved:
                         break
-                    args = cfg.agent_args(cpu, priority) + [p.agent_arg() for p in plans[cfg.name]]
                     err.print(
                         f"round {rnd}/{rounds} · {cfg.name}: {cfg.describe()} …", highlight=False
                     )
                     plan = plan_for(
                         target,
-                        args,
+                        cfg.request(plans[cfg.name], cpu, priority),
                         labels={
                             **user_labels,
                             **cfg.labels(),

@@ -48,7 +48,7 @@ from rtbench.io.atomic import OutputError, write_text
 from rtbench.measure import StopSignals
 from rtbench.model import Run, worst_outcome
 from rtbench.model import Warning as RunWarning
-from rtbench.suites import SelectionError, select
+from rtbench.suites import Planned, SelectionError, select
 from rtbench.targets import Target
 
 
@@ -250,11 +250,10 @@ def campaign(
         plan = select(c.suite, c.cases, c.overrides, {k.id: k.param_names for k in known.values()})
     except (TargetError, SelectionError) as e:
         fail(str(e))
-    plan_args = [p.agent_arg() for p in plan]
     todo = pending(c, stored)
     total = len(c.cells())
     if lane is not None:
-        _lane(ctx, c, targets, plan_args, user_labels, lane_cells(todo, lane))
+        _lane(ctx, c, targets, plan, user_labels, lane_cells(todo, lane))
     if todo and len(todo) < total:
         say(f"resuming: {total - len(todo)} of {total} cells are stored already")
     done = 0
@@ -275,7 +274,7 @@ def campaign(
                 "--lane", target, *tags]  # fmt: skip
 
     runner = CellRunner(
-        c, targets, plan_args, user_labels, store_path(ctx), say, show, lane_argv
+        c, targets, plan, user_labels, store_path(ctx), say, show, lane_argv
     )
     with StopSignals(say) as stop:
         runner.run(todo, stop)
@@ -289,7 +288,7 @@ def _lane(
     ctx: click.Context,
     c: Campaign,
     targets: dict[str, Target],
-    plan_args: list[str],
+    plan: list[Planned],
     labels: dict[str, str],
     cells: list[Cell],
 ) -> NoReturn:
@@ -299,7 +298,7 @@ def _lane(
     def show(line: str) -> None:
         err.print(f"    {line}", highlight=False)
 
-    runner = CellRunner(c, targets, plan_args, labels, store_path(ctx), say, show)
+    runner = CellRunner(c, targets, plan, labels, store_path(ctx), say, show)
     with StopSignals(say) as stop:
         runner.run(cells, stop)
         code = stop.exit_code or EXIT.get(worst_outcome(runner.outcomes or ["passed"]), 2)

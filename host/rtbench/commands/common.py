@@ -214,7 +214,13 @@ def selection_options(f: Callable[..., Any]) -> Callable[..., Any]:
                 default=None,
                 help="Measurement CPU (default: the last).",
             ),
-            click.option("--priority", type=click.IntRange(1, 97), default=80, show_default=True),
+            click.option(
+                "--priority",
+                type=click.IntRange(1, 97),
+                default=None,
+                help="Base real-time priority of the case threads (default: the agent's, "
+                "`rtbench-agent --help`).",
+            ),
             click.option(
                 "--agent",
                 "agent_path",

@@ -13,7 +13,6 @@ from pathlib import Path
 import click
 
 from rtbench import catalogue, soak
-from rtbench.ab import load_args
 from rtbench.build import BuildError, ensure_agent
 from rtbench.commands.common import (
     EXIT,
@@ -33,6 +32,7 @@ from rtbench.commands.targets import open_transport, resolve_or_fail, target_opt
 from rtbench.measure import Measured, StopSignals, measure, plan_for, read_stream, store_run
 from rtbench.reports.progress import RunProgress
 from rtbench.reports.terminal import render_run
+from rtbench.request import AgentRequest
 from rtbench.session import Interrupted
 from rtbench.session import Progress as SessionProgress
 from rtbench.stream import Record, StreamError
@@ -100,9 +100,9 @@ def finish(
 @click.option(
     "--max-samples",
     type=click.IntRange(1, 100_000_000),
-    default=1_000_000,
-    show_default=True,
-    help="Samples buffered per series on the target.",
+    default=None,
+    help="Samples buffered per series on the target (default: its agent's, "
+    "`rtbench-agent --help`; a board's at most its RAM's).",
 )
 @click.option(
     "--save-stream",
@@ -199,9 +199,9 @@ def run(
     overrides: tuple[str, ...],
     labels: tuple[str, ...],
     cpu: int | None,
-    priority: int,
+    priority: int | None,
     no_samples: bool,
-    max_samples: int,
+    max_samples: int | None,
     agent_path: Path | None,
     save_stream: Path | None,
     no_store: bool,
@@ -239,22 +239,25 @@ def run(
             suite, list(cases), list(overrides), {c.id: c.param_names for c in known.values()}
         )
         duration_s = soak.parse_duration(duration) if duration is not None else None
-        soak_args = soak.apply(
-            plan, cpus, duration_s, break_us, soak.user_overrides(overrides, known), known
+        request = AgentRequest(
+            plan,
+            priority=priority,
+            cpu=cpu,
+            samples=not no_samples,
+            max_samples=max_samples,
+            load=load,
+            load_cpus=load_cpus,
+            load_threads=load_threads,
+            pin=not no_pin,
+            cstates=None if cstates == "hold" else cstates,  # holding is the agent's default
+        )
+        soak.apply(
+            request, cpus, duration_s, break_us, soak.user_overrides(overrides, known), known
         )
     except (SelectionError, soak.SoakError) as e:
         fail(str(e))
-    args = [f"--priority={priority}", f"--max-samples={max_samples}", *soak_args]
-    if cpu is not None:
-        args.append(f"--cpu={cpu}")
-    if no_samples:
-        args.append("--no-samples")
-    args += load_args(load, load_cpus, load_threads, no_pin)
-    if cstates == "leave":  # holding is the agent's default
-        args.append("--cstates=leave")
     if load is not None:
         label_map.setdefault("load", load)
-    args += [p.agent_arg() for p in plan]
     if not no_store:
         check_store_writable(ctx)  # a store that cannot take the run says so before it
     if allow_misses is not None:
@@ -271,14 +274,14 @@ def run(
                 say(f"repetition {k} of {repeat}")
             # Before the plan: the target's metadata includes what its set-up learned.
             transport = open_transport(target, exe)
-            _timerlat(transport, timerlat, args)
+            _timerlat(transport, timerlat, request)
             if trace_kernel and hasattr(transport, "trace"):  # recorded in the guest
                 from rtbench.targets import guest_trace
 
                 transport.trace = guest_trace.request(flight=break_us is not None)
             how = plan_for(
                 target,
-                args,
+                request,
                 labels=dict(label_map),
                 trace=trace_kernel,
                 trace_cpu=cpu,
@@ -317,11 +320,11 @@ def _numbered(path: Path | None, k: int | None) -> Path | None:
     return path.with_name(f"{path.stem}-{k}{path.suffix}")
 
 
-def _timerlat(transport: object, wanted: bool | None, args: list[str]) -> None:
+def _timerlat(transport: object, wanted: bool | None, request: AgentRequest) -> None:
     """Turns the guest's timerlat on or off, or says why --timerlat cannot be."""
     if hasattr(transport, "timerlat"):  # a QEMU guest
         transport.timerlat = wanted is not False
-        if wanted and not any(a.split(":", 1)[0] == "JIT-PER" for a in args):
+        if wanted and "JIT-PER" not in request.case_ids:
             say("--timerlat: it runs beside JIT-PER, which this run does not have")
         return
     if wanted:

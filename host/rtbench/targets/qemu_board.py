@@ -135,27 +135,6 @@ def semihosting_args(args: list[str]) -> str:
     return "enable=on,target=native," + ",".join(f"arg={w.replace(',', ',,')}" for w in words)
 
 
-def cap_samples(args: list[str], most: int) -> list[str]:
-    """`args` with --max-samples at most `most` (the board's RAM holds no
-    more; the agent's hello says what it used)."""
-    out: list[str] = []
-    given = False
-    it = iter(args)
-    for a in it:
-        value: str | None = None
-        if a == "--max-samples":
-            value = next(it, str(most))
-        elif a.startswith("--max-samples="):
-            value = a.split("=", 1)[1]
-        if value is None:
-            out.append(a)
-            continue
-        given = True
-        n = int(value) if value.isdigit() else most
-        out.append(f"--max-samples={min(n, most)}")
-    return out if given else [f"--max-samples={most}", *out]
-
-
 class BoardTransport(ChildTransport):
     """Boots the firmware in QEMU per run; the UART is QEMU's stdout."""
 
@@ -188,7 +167,6 @@ class BoardTransport(ChildTransport):
         self.proc = None
         self.notes, self.timings = [], {}
         self._reset_streams()
-        args = cap_samples(args, self.settings.max_samples)
         self._t0 = time.monotonic()
         self._spawn(self.argv(args), self.qemu, preexec=die_with_parent)
 
@@ -259,6 +237,12 @@ class BoardTarget:
         self.settings = settings
         self.name = name or f"qemu:{spec.name}"
         self._firmware: Path | None = None  # the image transport() boots
+
+    @property
+    def most_samples(self) -> int:
+        """Samples per series the firmware's RAM holds: the cap on every
+        request (`AgentRequest.within`, applied by `rtbench.measure.plan_for`)."""
+        return self.settings.max_samples
 
     def firmware(self) -> Path:
         try:

@@ -488,8 +488,10 @@ class Recorder:
         return self.dir / "trace_marker" if self.capture is None and self._fds else None
 
     def agent_args(self) -> list[str]:
+        from rtbench.request import AgentRequest  # the one rendering of the agent's options
+
         m = self.marker
-        return [f"--trace-marker={m}"] if m is not None else []
+        return AgentRequest(trace_marker=str(m)).argv() if m is not None else []
 
     # -- entering
 
