@@ -23,7 +23,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from rtbench.analysis.stats import scipy_stats
+from rtbench.analysis.evt_fit import (
+    gev_cdf,
+    gev_isf,
+    gumbel_fit,
+    ks_pvalue,
+    ks_statistic,
+    nelder_mead,
+)
 
 DEFAULT_PROBABILITIES = (1e-6, 1e-9)
 MIN_BLOCK = 100  # samples per block at least: a block max must be a tail value
@@ -92,20 +99,26 @@ def _gev_nnlf(theta: npt.NDArray[np.float64], x: npt.NDArray[np.float64]) -> flo
 
 def _fit(z: npt.NDArray[np.float64]) -> tuple[float, float, float]:
     """GEV parameters (scipy's c, loc, scale) of standardised maxima: what
-    `genextreme.fit(z, 0.0, loc=g_loc, scale=g_scale)` returns (its
-    Nelder-Mead from the same start on the same objective), at a fraction
-    of the cost (tests/host/test_analysis_evt.py compares the two).
+    `genextreme.fit(z, 0.0, loc=g_loc, scale=g_scale)` returns (the same
+    Nelder-Mead from the same start on the same objective, all in numpy,
+    rtbench.analysis.evt_fit: importing scipy's optimiser would cost more
+    than the whole `analyze`; tests/host/test_analysis_evt.py compares).
 
     scipy's optimiser often lands far off when started from its defaults;
     starting at the Gumbel fit (c = 0) of the same data lands reliably."""
-    from scipy.optimize import fmin
-
-    sps = scipy_stats()
-    g_loc, g_scale = sps.gumbel_r.fit(z)
-    c, loc, scale = fmin(_gev_nnlf, (0.0, g_loc, g_scale), args=(np.ravel(z),), disp=0)
+    x = np.ravel(z)
+    g_loc, g_scale = gumbel_fit(x)
+    c, loc, scale = nelder_mead(lambda theta: _gev_nnlf(theta, x), (0.0, g_loc, g_scale))
     if not (math.isfinite(c) and scale > 0):
         raise ValueError("the GEV fit left the parameters' range")
     return float(c), float(loc), float(scale)
+
+
+def _ks_pvalue(z: npt.NDArray[np.float64], c: float, loc: float, scale: float) -> float:
+    """The KS test of the maxima against the fitted GEV (scipy's
+    `kstest(z, "genextreme", args=(c, loc, scale))`, exact p-value)."""
+    cdf = gev_cdf((np.sort(z) - loc) / scale, c)
+    return ks_pvalue(len(z), ks_statistic(cdf))
 
 
 def _fit_problem(gof: float, xi: float, nb: int) -> str:
@@ -140,8 +153,7 @@ def worst_case(
         return _invalid("every block maximum is the same value", block, nb)
     z = (maxima - mean) / sd
     c, loc, scale = _fit(z)
-    sps = scipy_stats()
-    gof = float(sps.kstest(z, "genextreme", args=(c, loc, scale)).pvalue)
+    gof = _ks_pvalue(z, c, loc, scale)
     xi = -c  # scipy's sign convention is the opposite of the literature's
     params = {"shape_xi": xi, "loc_ns": loc * sd + mean, "scale_ns": scale * sd}
     problem = _fit_problem(gof, xi, nb)
@@ -153,7 +165,7 @@ def worst_case(
     for p in probabilities:
         # P(block max > x) = 1 - (1 - p)^B, computed without cancellation.
         tail = -math.expm1(block * math.log1p(-p))
-        estimates[float(p)] = float(sps.genextreme.isf(tail, c, loc, scale)) * sd + mean
+        estimates[float(p)] = (loc + scale * gev_isf(tail, c)) * sd + mean
     heavy = (
         f"; heavy tail (shape {xi:.2f} > {HEAVY_TAIL_XI}): very uncertain"
         if xi > HEAVY_TAIL_XI
