@@ -29,7 +29,7 @@ printed with the figures.
 
 Goal: `rtbench runs` on a store of 10,000 runs under 1 s on both.
 
-PostgreSQL: a temporary server (initdb + pg_ctl, tests/pgserver.py, durable
+PostgreSQL: a temporary server (initdb + postgres, tests/pgserver.py, durable
 settings), or --pg URL naming an empty database of an existing one.
 
     .venv/bin/python bench/bench_store.py [--stream FILE] [--runs 100]

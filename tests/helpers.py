@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import resource
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -14,6 +16,22 @@ from contextlib import contextmanager
 from pathlib import Path
 
 NOBODY = 65534
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """In a preexec_fn (its last step): the child gets `sig` when the test
+    process ends, however it ends (SIGKILL too), so no server outlives the
+    tests. Last, because a change of user clears the setting."""
+    parent = _PARENT
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
+    if os.getppid() != parent:  # the parent ended before prctl: nobody would signal
+        os.kill(os.getpid(), sig)
+
+
+_PARENT = os.getpid()
 
 
 def drop_privileges() -> None:

@@ -1,7 +1,9 @@
-"""A real PostgreSQL server for the tests: `initdb` and `pg_ctl` (Debian's
+"""A real PostgreSQL server for the tests: `initdb` and `postgres` (Debian's
 `postgresql` package) in a temporary directory, listening on a free port of
-127.0.0.1 and on a unix socket in that directory, stopped (`pg_ctl stop -m
-immediate`) and removed afterwards.
+127.0.0.1 and on a unix socket in that directory, stopped (SIGQUIT: an
+immediate shutdown) and removed afterwards. The server is a child of the
+tests (`postgres`, not `pg_ctl start`, which detaches it) and gets that
+SIGQUIT from the kernel too when the tests end otherwise, even killed.
 
 PostgreSQL refuses to run as root. As root, the server runs as the user
 `postgres` (the Debian package creates it) or, where there is none, as
@@ -21,6 +23,7 @@ import itertools
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -29,19 +32,21 @@ from pathlib import Path
 from typing import Any
 
 import tools
-from helpers import free_port
+from helpers import die_with_parent, free_port
 
 REQUIRE_ENV = "RTBENCH_REQUIRE_POSTGRES"
 SUPERUSER = "rtbench"
+
+
 # Durability is no concern of a server that lives for one test session.
-FAST = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+FAST = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
 
 
-TOOLS = ("initdb", "pg_ctl", "pg_isready")
+TOOLS = ("initdb", "postgres", "pg_isready")
 
 
 def find_bindir() -> Path | None:
-    """The directory with initdb, pg_ctl and pg_isready: initdb's on $PATH
+    """The directory with initdb, postgres and pg_isready: initdb's on $PATH
     (a symlink followed), else Debian's, the newest version first."""
     found = shutil.which("initdb")
     dirs = [str(Path(found).resolve().parent)] if found else []
@@ -60,7 +65,7 @@ def missing() -> str:
     except ImportError as e:
         return f"psycopg is not installed ({e}): pip install -e '.[dev]'"
     if find_bindir() is None:
-        return "no PostgreSQL server binaries (initdb, pg_ctl): apt-get install postgresql"
+        return "no PostgreSQL server binaries (initdb, postgres): apt-get install postgresql"
     return ""
 
 
@@ -100,22 +105,29 @@ class PostgresServer:
         self.durable = durable
         self.port = 0
         self._names = itertools.count(1)
-        self._started = False
+        self._server: subprocess.Popen[bytes] | None = None
 
-    def _as_server_user(self) -> Callable[[], None] | None:
+    def _as_server_user(self, *, dying: bool = False) -> Callable[[], None] | None:
+        """preexec_fn: the server's user; with `dying`, an immediate shutdown
+        when the tests' process ends."""
         user = self.user
-        if user is None:
+        if user is None and not dying:
             return None
 
         def drop() -> None:
-            os.setgroups([])
-            os.setresgid(user.pw_gid, user.pw_gid, user.pw_gid)
-            os.setresuid(user.pw_uid, user.pw_uid, user.pw_uid)
+            if user is not None:
+                os.setgroups([])
+                os.setresgid(user.pw_gid, user.pw_gid, user.pw_gid)
+                os.setresuid(user.pw_uid, user.pw_uid, user.pw_uid)
+            if dying:
+                die_with_parent(signal.SIGQUIT)
 
         return drop
 
+    def _env(self) -> dict[str, str]:
+        return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "TZ": "UTC"}
+
     def _run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "TZ": "UTC"}
         return subprocess.run(
             [str(self.bindir / args[0]), *args[1:]],
             capture_output=True,
@@ -123,7 +135,7 @@ class PostgresServer:
             timeout=timeout,
             check=False,
             cwd=self.root,
-            env=env,
+            env=self._env(),
             preexec_fn=self._as_server_user(),
         )
 
@@ -148,36 +160,44 @@ class PostgresServer:
         self._check(proc, "initdb")
         for attempt in range(3):  # the free port may be taken before the server binds it
             self.port = free_port()
-            options = (
-                f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 "
-                f"{'' if self.durable else FAST} -c max_connections=50"
-            )
-            proc = self._run(
-                "pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"),
-                "-w", "-t", "60", "-o", options, "start",
-            )  # fmt: skip
-            self._started = True
-            if proc.returncode == 0:
-                break
+            options = [] if self.durable else FAST
+            with open(self.root / "server.log", "ab") as log:
+                self._server = subprocess.Popen(
+                    [str(self.bindir / "postgres"), "-D", str(self.data), "-p", str(self.port),
+                     "-k", str(self.sockets), "-c", "listen_addresses=127.0.0.1",
+                     "-c", "max_connections=50", *options],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=self.root,
+                    env=self._env(), preexec_fn=self._as_server_user(dying=True),
+                )  # fmt: skip
+            if self._wait_ready():
+                return
             self.stop()
             if attempt == 2:
-                self._check(proc, "pg_ctl start")
-        self._wait_ready()
+                self._check(subprocess.CompletedProcess([], 1, "", "it ended"), "postgres")
 
-    def _wait_ready(self) -> None:
+    def _wait_ready(self) -> bool:
+        """Whether the server came up (False: it ended, its port taken)."""
         deadline = time.monotonic() + 60
         while True:
             proc = self._run("pg_isready", "-h", str(self.sockets), "-p", str(self.port), "-q")
             if proc.returncode == 0:
-                return
+                return True
+            assert self._server is not None
+            if self._server.poll() is not None:
+                return False
             if time.monotonic() > deadline:
                 self._check(proc, "pg_isready")
             time.sleep(0.1)
 
     def stop(self) -> None:
-        if self._started:
-            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop", timeout=60)
-            self._started = False
+        server, self._server = self._server, None
+        if server is not None and server.poll() is None:
+            server.send_signal(signal.SIGQUIT)  # an immediate shutdown
+            try:
+                server.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers import free_port
+from helpers import die_with_parent, free_port
 
 from rtbench.targets import initramfs, kernels
 
@@ -154,6 +154,7 @@ def _start(lab: Lab, places: list[str], kernel: kernels.Kernel) -> None:
                 "-serial", f"tcp:127.0.0.1:{port},server=on,wait=off",
             ],
             stdin=subprocess.DEVNULL,
+            preexec_fn=die_with_parent,
             stdout=subprocess.DEVNULL,
             stderr=(lab.workdir / f"qemu-{place}.log").open("wb"),
         )
@@ -166,6 +167,7 @@ def _start(lab: Lab, places: list[str], kernel: kernels.Kernel) -> None:
             [sys.executable, "-m", "labgrid.remote.coordinator", "-l", lab.coordinator],
             cwd=coord_dir,
             stdin=subprocess.DEVNULL,
+            preexec_fn=die_with_parent,
             stdout=(lab.workdir / "coordinator.log").open("wb"),
             stderr=subprocess.STDOUT,
         )
@@ -187,6 +189,7 @@ def _start(lab: Lab, places: list[str], kernel: kernels.Kernel) -> None:
             ],
             cwd=lab.workdir,
             stdin=subprocess.DEVNULL,
+            preexec_fn=die_with_parent,
             stdout=(lab.workdir / "exporter.log").open("wb"),
             stderr=subprocess.STDOUT,
         )

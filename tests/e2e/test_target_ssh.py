@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import free_port, rtbench
+from helpers import die_with_parent, free_port, rtbench
 
 from rtbench.model import Run
 from rtbench.session import collect
@@ -124,7 +124,9 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     )
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation
     proc = subprocess.Popen(
-        [SSHD, "-D", "-e", "-f", str(d / "sshd_config")], stderr=subprocess.PIPE
+        [SSHD, "-D", "-e", "-f", str(d / "sshd_config")],
+        stderr=subprocess.PIPE,
+        preexec_fn=die_with_parent,  # gone with the tests, even if they are killed
     )
     try:
 
