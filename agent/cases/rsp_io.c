@@ -305,6 +305,14 @@ static rtb_result one_line(rsp *x, int kind)
         for (int i = 0; i < ns && r != RTB_ERROR && !atomic_load(&ctx->stop); i++) {
             x->scenario = (int)scen[i];
             x->left--;
+            if (has_task(x->scenario) && ctx->port->one_task_per_priority) {
+                /* b and c: the task shares the loop's priority (uC/OS-II). */
+                char name[32];
+                snprintf(name, sizeof name, "%s_%s_edges", scen_name[x->scenario], line_name);
+                rtb_emit_check_skip(ctx, name, "%s: %s", scen_what[x->scenario],
+                                    ctx->port->one_task_detail);
+                continue;
+            }
             r = worse(r, scenario(x, line_name, count, g, timeout, 0x2545F4914F6CDD1Du + (uint64_t)i));
         }
         rtb_stim_send(&x->stim, "quit");
@@ -316,8 +324,9 @@ static rtb_result one_line(rsp *x, int kind)
 }
 
 static const rtb_param_def params[] = {
-    {.name = "line", .help = "lines, a list: 0 eventfd, 1 pipe, 2 pseudo-terminal, 3 GPIO",
-     .def = {1}, .ndef = 1, .min = 0, .max = 3, .list = true},
+    {.name = "line", .help = "lines, a list: 0 eventfd, 1 pipe, 2 pseudo-terminal, 3 GPIO, 4 "
+                             "a board's timer (emulated edges)",
+     .def = {RTB_LINE_DEFAULT}, .ndef = 1, .min = 0, .max = 4, .list = true},
     {.name = "scenario", .help = "scenarios, a list: 0 a (loop), 1 b (loop + task), 2 c (loop "
                                  "+ task + handler), 3 d (loop + handler), 4 e (handler)",
      .def = {0, 1, 2, 3, 4}, .ndef = 5, .min = 0, .max = 4, .list = true},

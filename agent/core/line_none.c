@@ -9,7 +9,8 @@
 
 const char *rtb_line_kind_name(int kind)
 {
-    static const char *const names[RTB_LINE_KINDS] = {"eventfd", "pipe", "pty", "gpio"};
+    static const char *const names[RTB_LINE_KINDS] = {"eventfd", "pipe", "pty", "gpio",
+                                                       "timer"};
     return kind >= 0 && kind < RTB_LINE_KINDS ? names[kind] : "?";
 }
 

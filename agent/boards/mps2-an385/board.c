@@ -24,6 +24,21 @@
 #define T_EN 1u
 #define T_IRQEN 8u
 
+/* The dual timer's first counter (RSP-IO's generator): LOAD, CONTROL, INTCLR, RIS. */
+#define DUALTIMER 0x40002000u
+#define DT_LOAD REG(DUALTIMER + 0x00)
+#define DT_CTRL REG(DUALTIMER + 0x08)
+#define DT_INTCLR REG(DUALTIMER + 0x0C)
+#define DT_RIS REG(DUALTIMER + 0x10)
+#define DT_ONESHOT 1u
+#define DT_SIZE32 2u
+#define DT_INTEN 0x20u
+#define DT_PERIODIC 0x40u
+#define DT_ENABLE 0x80u
+#define DT_RUN (DT_ENABLE | DT_PERIODIC | DT_SIZE32 | DT_ONESHOT)
+/* The FPGA IO block: LED0 (bits 0-1), read back as written. */
+#define FPGAIO_LED0 REG(0x40028000u)
+
 #define NVIC_ISER REG(0xE000E100u)
 #define NVIC_ICER REG(0xE000E180u)
 #define NVIC_ICPR REG(0xE000E280u)
@@ -46,10 +61,15 @@ void board_init(void)
     T_CTRL(TIMER1) = T_EN;
     T_CTRL(TIMER0) = 0;
     T_INTCLEAR(TIMER0) = 1;
+    DT_CTRL = 0; /* its reset state enables the interrupt */
+    DT_INTCLR = 1;
     NVIC_IPR(BOARD_EVENT_IRQ_TIMER) = EVENT_IRQ_PRIO;
     NVIC_IPR(BOARD_EVENT_IRQ_SOFT) = EVENT_IRQ_PRIO;
-    NVIC_ICPR = (1u << BOARD_EVENT_IRQ_TIMER) | (1u << BOARD_EVENT_IRQ_SOFT);
-    NVIC_ISER = (1u << BOARD_EVENT_IRQ_TIMER) | (1u << BOARD_EVENT_IRQ_SOFT);
+    NVIC_IPR(BOARD_GEN_IRQ) = EVENT_IRQ_PRIO;
+    const uint32_t irqs =
+        (1u << BOARD_EVENT_IRQ_TIMER) | (1u << BOARD_EVENT_IRQ_SOFT) | (1u << BOARD_GEN_IRQ);
+    NVIC_ICPR = irqs;
+    NVIC_ISER = irqs;
 }
 
 void board_putc(char c)
@@ -115,6 +135,46 @@ void TIMER0_Handler(void)
 {
     T_INTCLEAR(TIMER0) = 1;
     board_timer_isr();
+}
+
+/* ---- RSP-IO's generator and output ------------------------------------ */
+
+uint64_t board_gen_arm(uint32_t ticks, int irq)
+{
+    DT_CTRL = 0;
+    DT_INTCLR = 1;
+    NVIC_ICPR = 1u << BOARD_GEN_IRQ;
+    DT_LOAD = ticks ? ticks : 1; /* stopped: sets the count, starts nothing */
+    uint32_t ctrl = DT_RUN | (irq ? DT_INTEN : 0u);
+    /* The count starts at the CONTROL write: the stamp is just before it. */
+    uint64_t t0 = board_ts_ticks();
+    DT_CTRL = ctrl;
+    return t0;
+}
+
+void board_gen_stop(void)
+{
+    DT_CTRL = 0;
+    DT_INTCLR = 1;
+    NVIC_ICPR = 1u << BOARD_GEN_IRQ;
+}
+
+int board_gen_fired(void) { return (int)(DT_RIS & 1u); }
+
+void board_gen_irq_on(void)
+{
+    /* Ended already: the interrupt alone (ENABLE again would restart an
+     * ended one-shot); still counting: ENABLE kept, the count goes on. */
+    DT_CTRL = DT_RIS & 1u ? DT_INTEN : DT_RUN | DT_INTEN;
+}
+
+void board_out_write(int level) { FPGAIO_LED0 = (uint32_t)level & 1u; }
+
+void DUALTIMER_Handler(void);
+void DUALTIMER_Handler(void)
+{
+    DT_CTRL = 0; /* stopped, interrupt masked; the raw status stays (the input's level) */
+    board_gen_isr();
 }
 
 void SOFT_Handler(void);

@@ -15,3 +15,5 @@ target_link_options(rtbench-agent PRIVATE
   -T${_board}/mps2-an385.ld -Wl,-Map=rtbench-agent.map -Wl,--undefined=Reset_Handler)
 set_target_properties(rtbench-agent PROPERTIES LINK_DEPENDS ${_board}/mps2-an385.ld)
 include(${CMAKE_CURRENT_SOURCE_DIR}/boards/common/firmware.cmake)
+# RSP-IO's line: the dual timer's emulated edges in, the FPGA IO LED out.
+set(RTB_BOARD_LINE ON)

@@ -21,6 +21,7 @@
 #define BOARD_TS_SOURCE "CMSDK APB TIMER1 (25 MHz)"
 #define BOARD_EVENT_IRQ_TIMER 8 /* TIMER0 */
 #define BOARD_EVENT_IRQ_SOFT 31 /* pended through the NVIC's STIR */
+#define BOARD_GEN_IRQ 10 /* the dual timer: RSP-IO's input line (boards/common/line.c) */
 /* Both event interrupts run at this NVIC priority (3 priority bits). */
 #define BOARD_EVENT_IRQ_PRIO 0xC0u
 
@@ -37,6 +38,32 @@ void board_soft_irq_pend(void);
 /* Hooks the board calls from its interrupt handlers (the port's). */
 void board_timer_isr(void);
 void board_soft_isr(void);
+/* RSP-IO's emulated line pair (boards/common/line.c serves every kernel):
+ * the input edge is made by a hardware timer (here the CMSDK dual timer's
+ * first counter, 25 MHz like the timestamp counter) firing `ticks` counter
+ * ticks after board_gen_arm; its raw interrupt status is the input's edge
+ * (board_gen_fired), its interrupt (BOARD_GEN_IRQ) the handler's. The
+ * output is a board register (the FPGA IO block's LED register). */
+#define BOARD_LINE_WHAT                                                                    \
+    "emulated edges: the CMSDK dual timer (25 MHz) fires at pseudo-random times known on " \
+    "the timestamp counter; its raw interrupt status is the input the polling loop reads, " \
+    "its interrupt (IRQ 10) the handler's; the output is a write to the FPGA IO LED "     \
+    "register, stamped on the same counter"
+/* Starts the one-shot count (the interrupt enabled when `irq`); returns
+ * the timestamp-counter reading taken just before the count started. */
+uint64_t board_gen_arm(uint32_t ticks, int irq);
+/* Stops the count and clears the raw status (the input's edge). */
+void board_gen_stop(void);
+/* The raw interrupt status: 1 once the count ended, until board_gen_stop. */
+int board_gen_fired(void);
+/* The interrupt on for the edge now armed (a handler came to wait). */
+void board_gen_irq_on(void);
+/* The output register (bit 0 the level). */
+void board_out_write(int level);
+/* Hook the board calls from the generator's interrupt (boards/common/line.c);
+ * the handler has stopped the count and masked its interrupt, the raw
+ * status stays set. */
+void board_gen_isr(void);
 /* The run's arguments as one line (semihosting SYS_GET_CMDLINE); 0 when
  * the host gave none. */
 size_t board_cmdline(char *buf, size_t cap);

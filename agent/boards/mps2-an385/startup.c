@@ -17,6 +17,7 @@ extern void PendSV_Handler(void);
 extern void SysTick_Handler(void);
 void TIMER0_Handler(void);
 void SOFT_Handler(void);
+void DUALTIMER_Handler(void);
 
 void Reset_Handler(void);
 void Reset_Handler(void)
@@ -69,6 +70,8 @@ __attribute__((section(".vectors"), used)) static const vector vectors[16 + 32] 
     /* External interrupts 0..31 */
     [16 + 0 ... 16 + BOARD_EVENT_IRQ_TIMER - 1] = unexpected,
     [16 + BOARD_EVENT_IRQ_TIMER] = TIMER0_Handler,
-    [16 + BOARD_EVENT_IRQ_TIMER + 1 ... 16 + BOARD_EVENT_IRQ_SOFT - 1] = unexpected,
+    [16 + BOARD_EVENT_IRQ_TIMER + 1 ... 16 + BOARD_GEN_IRQ - 1] = unexpected,
+    [16 + BOARD_GEN_IRQ] = DUALTIMER_Handler,
+    [16 + BOARD_GEN_IRQ + 1 ... 16 + BOARD_EVENT_IRQ_SOFT - 1] = unexpected,
     [16 + BOARD_EVENT_IRQ_SOFT] = SOFT_Handler,
 };

@@ -38,10 +38,18 @@ typedef enum {
     RTB_LINE_PIPE = 1,    /* a pipe each way: one byte per edge, '0' or '1' */
     RTB_LINE_PTY = 2,     /* a pseudo-terminal in raw mode (a serial line) */
     RTB_LINE_GPIO = 3,    /* two GPIO lines of a chip, wired out of band */
+    RTB_LINE_TIMER = 4,   /* a bare-metal board: a hardware timer's emulated edges in,
+                           * a board register out (boards/common/line.c) */
     RTB_LINE_KINDS
 } rtb_line_kind;
 
-/* The name recorded in the run: "eventfd", "pipe", "pty", "gpio". */
+/* The line RSP-IO uses when the run names none: a pipe on POSIX, the board's
+ * own where a board supplies one (its build defines RTB_LINE_DEFAULT). */
+#ifndef RTB_LINE_DEFAULT
+#define RTB_LINE_DEFAULT RTB_LINE_PIPE
+#endif
+
+/* The name recorded in the run: "eventfd", "pipe", "pty", "gpio", "timer". */
 const char *rtb_line_kind_name(int kind);
 
 /* Opens the agent's side. `where` is only read for RTB_LINE_GPIO:

@@ -26,7 +26,8 @@
 
 #include "line_impl.h"
 
-static const char *const kind_names[RTB_LINE_KINDS] = {"eventfd", "pipe", "pty", "gpio"};
+static const char *const kind_names[RTB_LINE_KINDS] = {"eventfd", "pipe", "pty", "gpio",
+                                                            "timer"};
 
 const char *rtb_line_kind_name(int kind)
 {
