@@ -15,6 +15,7 @@ from __future__ import annotations
 import queue
 import subprocess
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 
@@ -39,6 +40,10 @@ class ChildTransport:
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
         self._readers: list[threading.Thread] = []
         self.cut_lines = [0]  # pieces of over-long lines (rtbench.stream.limits)
+        # When the child last wrote a line, the ones `_line` consumes too (a
+        # QEMU guest's markers: its trace and timerlat after the agent's
+        # last record): a child that speaks is not silent.
+        self._heard = time.monotonic()
 
     def _reset_streams(self) -> None:
         """Forgets a previous child's output (a transport started again)."""
@@ -81,6 +86,7 @@ class ChildTransport:
     def _pump(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
         for raw in bounded_lines(self.proc.stdout, self.cut_lines):
+            self._heard = time.monotonic()
             line = self._line(raw)
             if line is not None:
                 self._queue.put(line)
@@ -101,15 +107,23 @@ class ChildTransport:
 
     def lines(self) -> Iterator[bytes]:
         while True:
-            timeout = self._timeout()
-            try:
-                item = self._queue.get(timeout=timeout)
-            except queue.Empty:
-                assert timeout is not None  # no timeout, no silence
-                raise TransportError(self._silence(timeout)) from None
+            item = self._next(self._timeout())
             if item is None:
                 return
             yield item
+
+    def _next(self, timeout: float | None) -> bytes | None:
+        """The next line, or TransportError once the child wrote nothing at
+        all (not even a line the transport consumed) for `timeout` s."""
+        asked = time.monotonic()
+        while True:
+            wait = None if timeout is None else max(asked, self._heard) + timeout - time.monotonic()
+            if wait is not None and wait <= 0:
+                raise TransportError(self._silence(timeout or 0.0))
+            try:
+                return self._queue.get(timeout=wait)
+            except queue.Empty:
+                continue  # the child may have spoken meanwhile: wait from then
 
     def _reap(self, proc: subprocess.Popen[bytes]) -> int:
         """Waits for the ended child, then for its last words (stderr),
