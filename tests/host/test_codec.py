@@ -106,6 +106,18 @@ def test_many_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     assert e.value.chunk == bad
 
 
+def test_one_byte_and_long_varints_mixed() -> None:
+    """The decoder's two paths: deltas of one varint byte (-64..63) decoded
+    in 8 bits, longer ones apart; all one-byte, all long, and mixed, each
+    long enough for the vectorised decoder."""
+    rng = np.random.default_rng(7)
+    small = np.cumsum(rng.integers(-64, 64, 5000)).tolist()
+    large = np.cumsum(rng.integers(-(1 << 40), 1 << 40, 5000)).tolist()
+    mixed = [v for pair in zip(small, large, strict=True) for v in pair]
+    for values in (small, large, mixed, [*small, INT64_MIN, INT64_MAX, *small]):
+        assert decode_zzd(encode_zzd(values), len(values)).tolist() == values
+
+
 def test_bytes_and_str_data_alike() -> None:
     data = encode_zzd(EXTREMES)
     assert decode_zzd(data.encode(), len(EXTREMES)).tolist() == EXTREMES

@@ -1,12 +1,12 @@
 """Record checksums and the `zzd-varint-b64` sample encoding.
 
-The decoder is vectorised: ten million samples are some twenty million
-varint bytes, so every step below is a numpy pass over a buffer, never a
-Python loop per byte or per sample. It finds the varints' last bytes (high bit
-clear), each byte's position within its varint, shifts each byte's low seven
-bits by 7 * position, and sums each varint's parts (as differences of one
-running sum, which is several times faster than `np.add.reduceat` over
-millions of short segments). Many chunks decode in one call
+The decoder is vectorised: ten million samples are some ten million varint
+bytes, so every step below is a numpy pass over a buffer, never a Python
+loop per byte or per sample. Almost every delta between successive samples
+is a one-byte varint, so the bytes that end a varint (high bit clear) are
+zig-zag decoded in 8-bit arithmetic and widened once; the few longer
+varints are found from the continuation bytes (high bit set), decoded
+apart and put in their places. Many chunks decode in one call
 (`decode_chunks`), each restarting its delta chain, so the assembler pays
 numpy's per-call overhead per megabyte rather than per chunk.
 
@@ -35,6 +35,7 @@ _SMALL_CHARS = 512  # up to this much text, Python beats numpy's per-call cost
 _U1 = np.uint64(1)
 _LOW7 = np.uint8(0x7F)
 _HIGH = np.uint8(0x80)
+_U8_1 = np.uint8(1)
 
 UInt8Array = npt.NDArray[np.uint8]
 UInt64Array = npt.NDArray[np.uint64]
@@ -121,14 +122,17 @@ def _blocks(chunks: Sequence[tuple[str | bytes, int]]) -> Iterator[tuple[int, in
 
 
 def _check_chunks(
-    buf: UInt8Array, ends: IntArray, bounds: IntArray, counts: IntArray, first: int
+    buf: UInt8Array, cont: IntArray, bounds: IntArray, counts: IntArray, first: int
 ) -> None:
-    """Raise CodecError for the first chunk whose varints do not add up."""
-    per_chunk = np.diff(np.searchsorted(ends, bounds), prepend=0)
+    """Raise CodecError for the first chunk whose varints do not add up.
+
+    `cont` holds the indices of continuation bytes (high bit set): a chunk
+    holds as many varints as it has bytes that are not one."""
+    sizes = np.diff(bounds, prepend=0)
+    per_chunk = sizes - np.diff(np.searchsorted(cont, bounds), prepend=0)
     # A chunk that does not end on a varint's last byte would lend its tail
     # to the next chunk's first varint, so it must be caught before the
     # chunks are decoded as one buffer.
-    sizes = np.diff(bounds, prepend=0)
     dangling = np.zeros(len(bounds), dtype=bool)
     dangling[sizes > 0] = buf[bounds[sizes > 0] - 1] >= _HIGH
     bad = np.flatnonzero(dangling | (per_chunk != counts))
@@ -139,44 +143,29 @@ def _check_chunks(
         raise CodecError(f"holds {per_chunk[i]} values, the record says {counts[i]}", first + i)
 
 
-def _positions(buf: UInt8Array) -> UInt8Array:
-    """Each byte's index within its varint.
+def _long_varints(buf: UInt8Array, cont: IntArray) -> tuple[IntArray, UInt64Array]:
+    """The varints of two bytes or more: the index of their last byte and
+    their values. They are few (a delta of 64 ns or more), so this works on
+    the runs of continuation bytes, never on the whole buffer. Every run
+    ends inside `buf` (`_check_chunks` refused a dangling one).
 
-    Raises _Overlong at a byte that makes its varint longer than 64 bits.
-    """
-    cont = buf >= _HIGH
-    pos = np.zeros(len(buf), dtype=np.uint8)
-    # run[j] is true when the k bytes before byte j + k all continue a varint,
-    # i.e. byte j + k is at position k or more. Varints are short (two bytes
-    # for typical latencies), so this stops after a pass or two.
-    run = cont[:-1]
-    k = 1
-    while run.any():
-        if k == _MAX_VARINT_BYTES:
-            raise _Overlong(k + int(np.argmax(run)))
-        pos[k:] += run
-        k += 1
-        run = run[1:] & cont[: len(buf) - k]
-    if k == _MAX_VARINT_BYTES:
-        # The tenth byte of a varint may only hold bit 63.
-        tenth = np.flatnonzero((pos == _MAX_VARINT_BYTES - 1) & (buf > 1))
-        if len(tenth):
-            raise _Overlong(int(tenth[0]))
-    return pos
-
-
-def _varint_values(buf: UInt8Array, ends: IntArray) -> UInt64Array:
-    """Decode every LEB128 varint in `buf`, whose last bytes are at `ends`."""
-    # In place where it can be: each temporary is 8 bytes a data byte.
-    parts = (buf & _LOW7).astype(np.uint64)
-    np.left_shift(parts, _positions(buf) * np.uint8(7), out=parts)
-    # The parts of one varint occupy disjoint bits, so their sum is the
-    # varint's value; differences of one running sum give every varint's sum.
-    at_ends = np.cumsum(parts, out=parts)[ends]
-    values = np.empty_like(at_ends)
-    values[0] = at_ends[0]
-    np.subtract(at_ends[1:], at_ends[:-1], out=values[1:])
-    return values
+    Raises _Overlong at a byte that makes its varint longer than 64 bits."""
+    breaks = np.flatnonzero(np.diff(cont) != 1) + 1
+    starts = cont[np.concatenate(([0], breaks))]
+    ends = cont[np.concatenate((breaks - 1, [len(cont) - 1]))] + 1  # each varint's last byte
+    lengths = ends - starts + 1
+    # The tenth byte of a varint may only hold bit 63.
+    too_long = np.flatnonzero(
+        (lengths > _MAX_VARINT_BYTES) | ((lengths == _MAX_VARINT_BYTES) & (buf[ends] > 1))
+    )
+    if len(too_long):
+        raise _Overlong(int(starts[too_long[0]]) + _MAX_VARINT_BYTES - 1)
+    values = np.zeros(len(starts), dtype=np.uint64)
+    for k in range(int(lengths.max())):
+        has = lengths > k
+        part = (buf[starts[has] + k] & _LOW7).astype(np.uint64)
+        values[has] |= part << np.uint64(7 * k)
+    return ends, values
 
 
 def _unzigzag(z: UInt64Array) -> UInt64Array:
@@ -188,27 +177,45 @@ def _unzigzag(z: UInt64Array) -> UInt64Array:
     return z
 
 
-def _decode_block(chunks: Sequence[tuple[str | bytes, int]], first: int) -> UInt64Array:
-    """Decode consecutive chunks (the first is chunk `first` of the call)."""
+def _decode_block(chunks: Sequence[tuple[str | bytes, int]], first: int, out: UInt64Array) -> None:
+    """Decode consecutive chunks (the first is chunk `first` of the call)
+    into `out`, which has room for exactly their values.
+
+    Almost every delta between successive samples fits one varint byte, so
+    the bytes are decoded as one-byte varints in 8-bit arithmetic (a pass
+    over the bytes, no 8-byte temporary per byte) and the few longer
+    varints apart, then put in their places."""
     raws = [_b64(data, first + i) for i, (data, _) in enumerate(chunks)]
     counts = np.fromiter((count for _, count in chunks), dtype=np.int64, count=len(chunks))
     buf = np.frombuffer(b"".join(raws), dtype=np.uint8)
     bounds = np.cumsum(np.fromiter(map(len, raws), dtype=np.int64, count=len(raws)))
-    ends = np.flatnonzero(buf < _HIGH)
-    _check_chunks(buf, ends, bounds, counts, first)
-    if len(ends) == 0:
-        return np.empty(0, dtype=np.uint64)
-    try:
-        deltas = _unzigzag(_varint_values(buf, ends))
-    except _Overlong as e:
-        chunk = first + int(np.searchsorted(bounds, e.byte, side="right"))
-        raise CodecError("a varint is longer than 64 bits", chunk) from None
+    is_cont = buf >= _HIGH
+    cont = np.flatnonzero(is_cont)
+    _check_chunks(buf, cont, bounds, counts, first)
+    if len(cont) == len(buf):
+        return
+    last = buf
+    if len(cont):
+        try:
+            long_ends, long_values = _long_varints(buf, cont)
+        except _Overlong as e:
+            chunk = first + int(np.searchsorted(bounds, e.byte, side="right"))
+            raise CodecError("a varint is longer than 64 bits", chunk) from None
+        last = buf[~is_cont]
+    # The zig-zag of a one-byte varint in 8 bits: (b >> 1) ^ -(b & 1) is in
+    # -64..63, widened to int64 with its sign (the bits of the uint64 form).
+    small = (last >> _U8_1) ^ np.negative(last & _U8_1)
+    deltas = small.view(np.int8).astype(np.int64).view(np.uint64)
+    if len(cont):
+        # A varint's index among the values: its last byte's index less the
+        # continuation bytes before it.
+        deltas[long_ends - np.searchsorted(cont, long_ends)] = _unzigzag(long_values)
     # Restart the running sum at every chunk: subtract the previous chunk's
     # total from its first delta, so one cumsum decodes all chunks.
     firsts = (np.cumsum(counts) - counts)[counts > 0]
     totals = np.add.reduceat(deltas, firsts)
     deltas[firsts[1:]] -= totals[:-1]
-    return np.cumsum(deltas, out=deltas)
+    np.cumsum(deltas, out=out)
 
 
 def decode_chunks(chunks: Sequence[tuple[str | bytes, int]]) -> Int64Array:
@@ -233,9 +240,9 @@ def decode_chunks(chunks: Sequence[tuple[str | bytes, int]]) -> Int64Array:
     # data's size) while still paying numpy's per-call cost rarely.
     done = 0
     for first, last in _blocks(chunks):
-        values = _decode_block(chunks[first:last], first)
-        out[done : done + len(values)] = values
-        done += len(values)
+        n = sum(count for _, count in chunks[first:last])
+        _decode_block(chunks[first:last], first, out[done : done + n])
+        done += n
     return out.view(np.int64)
 
 
