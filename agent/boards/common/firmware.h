@@ -5,7 +5,9 @@
 #ifndef RTB_FIRMWARE_H
 #define RTB_FIRMWARE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #include "board.h"
@@ -25,6 +27,13 @@ void rtb_os_isr_exit(void);
 /* Bytes of the port's thread pool a run touched, and of stacks handed out. */
 size_t rtb_os_thread_slots_used(void);
 size_t rtb_os_stacks_reserved(void);
+
+/* The cases' kernel load (boards/common/load.c runs its threads): one
+ * thread's storm of the kernel's calls that enter its critical sections,
+ * counting rounds in *ops until *stop; `objects` holds its kernel objects
+ * (FIRMWARE_LOAD_OBJECTS bytes, 8-aligned). */
+#define FIRMWARE_LOAD_OBJECTS 192
+void rtb_os_kernel_storm(void *objects, const atomic_bool *stop, _Atomic uint32_t *ops);
 
 /* ---- shared (this folder) ------------------------------------------------- */
 

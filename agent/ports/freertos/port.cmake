@@ -31,4 +31,5 @@ target_sources(rtb_core PRIVATE
 target_link_libraries(rtb_core PUBLIC freertos_kernel)
 target_sources(rtbench-agent PRIVATE
   ports/freertos/firmware.c
-  ports/freertos/load.c)
+  ports/freertos/load.c
+  boards/common/load.c)

@@ -39,4 +39,4 @@ target_sources(rtb_core PRIVATE
   ports/ucos2/port.c
   ports/ucos2/sync.c)
 target_link_libraries(rtb_core PUBLIC ucos2_kernel)
-target_sources(rtbench-agent PRIVATE ports/ucos2/firmware.c ports/ucos2/load.c)
+target_sources(rtbench-agent PRIVATE ports/ucos2/firmware.c ports/ucos2/load.c boards/common/load.c)

@@ -1,42 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Loads of the uC/OS-III port. The cases' own "kernel" load (THR-PRE,
- * IRQ-RSP, JIT-PER: threads below the case's that keep the kernel busy) is
- * a storm of uC/OS-III calls that enter its critical sections, as the
- * FreeRTOS port's: queue post and pend, semaphore post and pend, scheduler
- * lock and unlock, and yield. A run-wide --load is `none` only (the POSIX kinds are file,
- * memory and process storms this board has no counterpart for). */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "rtb/load.h"
+/* The uC/OS-III port's kernel load (boards/common/load.c runs the
+ * threads): a storm of uC/OS-III calls that enter its critical sections,
+ * as the FreeRTOS port's: queue post and pend, semaphore post and pend,
+ * scheduler lock and unlock, and yield. */
+#include "../../core/rtb.h"
+#include "firmware.h"
 #include "ucos3_port.h"
 
-#define MAX_LOAD_THREADS 16
-
-typedef struct kernel_worker {
-    rtb_load *load;
+typedef struct {
     OS_Q q;
     OS_SEM s;
-    _Atomic uint32_t ops;
-} kernel_worker;
+} storm_objects;
+_Static_assert(sizeof(storm_objects) <= FIRMWARE_LOAD_OBJECTS, "FIRMWARE_LOAD_OBJECTS too small");
 
-struct rtb_load {
-    int n;
-    rtb_thread th[MAX_LOAD_THREADS];
-    kernel_worker w[MAX_LOAD_THREADS];
-    atomic_bool stop;
-};
-
-static void kernel_storm(void *arg)
+void rtb_os_kernel_storm(void *objects, const atomic_bool *stop, _Atomic uint32_t *ops)
 {
-    kernel_worker *w = arg;
+    storm_objects *w = objects;
     OS_ERR err;
     OS_MSG_SIZE n;
     OSQCreate(&w->q, "load", 1, &err);
     OSSemCreate(&w->s, "load", 0, &err);
     static uint32_t v;
-    while (!atomic_load(&w->load->stop)) {
+    while (!atomic_load(stop)) {
         OSQPost(&w->q, &v, sizeof v, OS_OPT_POST_FIFO, &err);
         (void)OSQPend(&w->q, 0, OS_OPT_PEND_NON_BLOCKING, &n, NULL, &err);
         OSSemPost(&w->s, OS_OPT_POST_1, &err);
@@ -45,104 +30,8 @@ static void kernel_storm(void *arg)
         v++;
         OSSchedUnlock(&err);
         OSSchedRoundRobinYield(&err);
-        atomic_fetch_add(&w->ops, 1);
+        atomic_fetch_add(ops, 1);
     }
     OSQDel(&w->q, OS_OPT_DEL_ALWAYS, &err);
     OSSemDel(&w->s, OS_OPT_DEL_ALWAYS, &err);
 }
-
-const char *rtb_load_kind_name(const rtb_load_spec *spec)
-{
-    (void)spec;
-    return "none";
-}
-
-int rtb_load_begin(rtb_load **out, const rtb_load_spec *spec, const rtb_load_place *place,
-                   char *err, size_t errcap)
-{
-    (void)spec;
-    (void)place;
-    *out = NULL;
-    snprintf(err, errcap, "unsupported: this port has no run-wide background loads");
-    return RTB_ENOTSUP;
-}
-
-int rtb_load_stop(rtb_load *l, rtb_time deadline, rtb_load_stats *st)
-{
-    if (st)
-        memset(st, 0, sizeof *st);
-    if (!l)
-        return RTB_OK;
-    atomic_store(&l->stop, true);
-    int rc = RTB_OK;
-    uint64_t min = UINT64_MAX, total = 0;
-    for (int i = 0; i < l->n; i++) {
-        if (rtb_thread_join(&l->th[i], deadline) != RTB_OK) {
-            rc = RTB_ETIMEDOUT; /* its memory stays reserved */
-            continue;
-        }
-        uint64_t ops = atomic_load(&l->w[i].ops);
-        total += ops;
-        min = ops < min ? ops : min;
-    }
-    if (st) {
-        st->threads = l->n;
-        st->ops_total = total;
-        st->ops_min = l->n ? min : 0;
-        st->unit = "kernel-call rounds";
-    }
-    if (rc == RTB_OK)
-        free(l); /* else a thread may still use it: deliberately kept */
-    return rc;
-}
-
-rtb_time rtb_load_start_ns(const rtb_load *l)
-{
-    (void)l;
-    return 0;
-}
-
-void rtb_load_describe(const rtb_load *l, char *buf, size_t cap)
-{
-    snprintf(buf, cap, "%d kernel-call thread%s", l ? l->n : 0, l && l->n == 1 ? "" : "s");
-}
-
-int rtb_load_start(rtb_load **out, const char *kind, int n, int cpu, int priority, char *err,
-                   size_t errcap)
-{
-    (void)cpu; /* one CPU */
-    *out = NULL;
-    if (n == 0)
-        return RTB_OK;
-    if (strcmp(kind, "kernel") != 0) {
-        snprintf(err, errcap, "the ucos3 port has no %s load", kind);
-        return RTB_ENOTSUP;
-    }
-    if (n < 0 || n > MAX_LOAD_THREADS) {
-        snprintf(err, errcap, "at most %d load threads on this port", MAX_LOAD_THREADS);
-        return RTB_EINVAL;
-    }
-    /* From the heap, before anything is measured: only the cases that
-     * start a load pay its 6 KiB of RAM. */
-    rtb_load *l = calloc(1, sizeof *l);
-    if (!l) {
-        snprintf(err, errcap, "no memory for a load of %d threads", n);
-        return RTB_ENOMEM;
-    }
-    /* 0: "normal" scheduling, below every real-time priority. */
-    rtb_thread_attr a = {.name = "load-kernel", .priority = priority > 0 ? priority : 1,
-                         .cpu = -1};
-    for (int i = 0; i < n; i++) {
-        l->w[i].load = l;
-        atomic_store(&l->w[i].ops, 0);
-        if (rtb_thread_create(&l->th[i], &a, kernel_storm, &l->w[i]) != RTB_OK) {
-            snprintf(err, errcap, "could create only %d of %d load threads", i, n);
-            rtb_load_stop(l, RTB_FOREVER, NULL);
-            return RTB_ENOMEM;
-        }
-        l->n = i + 1;
-    }
-    *out = l;
-    return RTB_OK;
-}
-

@@ -66,4 +66,4 @@ target_sources(rtb_core PRIVATE
   ports/ucos3/port.c
   ports/ucos3/sync.c)
 target_link_libraries(rtb_core PUBLIC ucos3_kernel)
-target_sources(rtbench-agent PRIVATE ports/ucos3/firmware.c ports/ucos3/load.c)
+target_sources(rtbench-agent PRIVATE ports/ucos3/firmware.c ports/ucos3/load.c boards/common/load.c)
