@@ -47,7 +47,8 @@ BEHAVIOUR = {
 
 pytestmark = pytest.mark.tools("qemu-system-arm", "gcc-arm-none-eabi", "libnewlib-arm-none-eabi")
 
-FIXED_RUN_ID = "00000000-0000-4000-8000-000000000000"
+# Two run identities whose CRCs take different instruction counts.
+RUN_IDS = ("00000000-0000-4000-8000-000000000000", "ffffffff-ffff-4fff-bfff-ffffffffffff")
 
 
 @pytest.fixture(scope="module")
@@ -109,23 +110,24 @@ def test_icount_gives_the_same_figures_twice(
     firmware: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A check of the emulated target's determinism, not of FreeRTOS: the
-    same firmware given the same input. The run's identity is part of the
-    input (the hello's CRC over it takes a data-dependent number of
-    instructions), so both runs get the same one."""
-    monkeypatch.setattr(identity, "new", lambda: FIXED_RUN_ID)
+    same firmware, two runs with two run identities on purpose (the hello's
+    CRC over the id takes a data-dependent number of instructions; every
+    case starts on the tick, so nothing of it reaches the figures)."""
 
-    def figures() -> list[tuple[object, ...]]:
+    def figures(run_id: str) -> list[tuple[object, ...]]:
+        monkeypatch.setattr(identity, "new", lambda: run_id)
         run, _ = _measure(["SEM-SHF:duration_ms=100"])
+        assert run.uuid == run_id
         (case,) = run.cases
         assert case.outcome == "passed" and case.series
-        out = []
+        out: list[tuple[object, ...]] = []
         for s in case.series:
             h = s.hist
             assert h is not None and s.n > 100
             out.append((s.name, s.n, s.min, s.max, s.sum, tuple(h.counts)))
         return out
 
-    assert figures() == figures()
+    assert figures(RUN_IDS[0]) == figures(RUN_IDS[1])
 
 
 def test_jit_per_latency_is_the_release_delay_on_the_tick(firmware: Path) -> None:

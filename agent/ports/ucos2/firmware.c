@@ -37,7 +37,15 @@ void rtb_os_isr_exit(void) { OSIntExit(); }
 
 void App_TaskCreateHook(OS_TCB *ptcb) { (void)ptcb; }
 void App_TaskDelHook(OS_TCB *ptcb) { (void)ptcb; }
-void App_TaskIdleHook(void) {}
+/* Idle waits for the next interrupt. uC/OS-II's idle loop counts inside a
+ * critical section, so a busy loop would hold every interrupt for a few
+ * instructions at a phase set by all the work before it: under QEMU's
+ * -icount the tick that ends the runner's alignment sleep was then taken a
+ * data-dependent number of instructions late (the hello's run identity
+ * moved SEM-SHF's samples by one timestamp step, and a tick across them).
+ * In WFI the interrupt is taken when it comes, as on a board that sleeps
+ * when idle. */
+void App_TaskIdleHook(void) { __asm__ volatile("wfi"); }
 void App_TaskReturnHook(OS_TCB *ptcb) { (void)ptcb; }
 void App_TaskStatHook(void) {}
 void App_TaskSwHook(void) {}
