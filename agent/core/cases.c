@@ -42,6 +42,7 @@ extern const rtb_case rtb_case_clk_res;
 extern const rtb_case rtb_case_jit_per;
 extern const rtb_case rtb_case_rsp_io;
 extern const rtb_case rtb_case_noise_os;
+extern const rtb_case rtb_case_noise_hw;
 extern const rtb_case rtb_case_jit_dl;
 extern const rtb_case rtb_case_mem_heap;
 extern const rtb_case rtb_case_mem_pool;
@@ -92,6 +93,7 @@ const rtb_case *const rtb_cases[] = {
     &rtb_case_jit_per,
     &rtb_case_rsp_io,
     &rtb_case_noise_os,
+    &rtb_case_noise_hw,
     &rtb_case_jit_dl,
     &rtb_case_mem_heap,
     &rtb_case_mem_pool,

@@ -435,6 +435,7 @@ typedef enum {
     RTB_INJ_SCHED_NOLOCK,  /* a broken scheduler lock: rtb_sched_lock locks nothing */
     RTB_INJ_STALL,         /* CLK-DUR: the measuring thread blocks NS once, mid-window */
     RTB_INJ_WAKE_DELAY,    /* a late wake-up: busy-wait NS after every rtb_sleep_until */
+    RTB_INJ_HW_STALL,      /* NOISE-HW: busy-wait NS mid-way through every interrupts-off window */
     RTB_INJ_COUNT
 } rtb_inject_site;
 

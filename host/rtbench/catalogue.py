@@ -70,6 +70,7 @@ CATALOGUE: dict[str, str] = {
     "JIT-DL": "Deadline task releases, misses and overruns",
     "RSP-IO": "Input edge to output edge",
     "NOISE-OS": "OS noise seen by a busy-polling thread (oslat)",
+    "NOISE-HW": "Hardware latency with interrupts off (hwlatdetect)",
     "MEM-HEAP": "Heap allocate and free, alone and contended",
     "MEM-POOL": "Fixed-block pool get and put, and an exhausted pool",
     "TM-COOP": "Throughput: cooperative scheduling",

@@ -67,6 +67,7 @@ CASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "TM-MEM": ({"duration_ms": "300"}, {"duration_ms": "30000"}),
     "TM-BASIC": ({"duration_ms": "300"}, {"duration_ms": "30000"}),
     "NOISE-OS": ({"duration_ms": "300"}, {"duration_ms": "60000"}),
+    "NOISE-HW": ({"duration_ms": "300"}, {"duration_ms": "60000"}),
     # @RSP-suites
     "RSP-IO": (
         {"count": "200"},

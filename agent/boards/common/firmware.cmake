@@ -12,6 +12,9 @@ target_sources(rtb_core PRIVATE
   boards/common/event.c
   boards/common/timing.c
   boards/common/stacks.c)
+# NOISE-HW: the agent masks interrupts itself (rtb/hwlat.h).
+target_sources(rtb_core PRIVATE boards/common/hwlat.c)
+set(RTB_BOARD_HWLAT ON)
 target_link_libraries(rtb_core PUBLIC m)
 # What Debian's newlib leaves out (PRId64 without <sys/types.h>, sched_getcpu).
 target_compile_options(rtb_core PUBLIC -include ${_common}/compat.h)
