@@ -11,6 +11,7 @@ JIT-PER the kernel's own timerlat figures from the same guest.
 from __future__ import annotations
 
 import platform
+import re
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,69 @@ def test_a_late_wake_up_moves_jit_per_and_not_the_kernels_figures() -> None:
 
 
 INJECTED_NS = 5_000_000
+
+
+# Started by the guest's /init beside the agent: once JIT-PER's task runs,
+# a second agent spins NOISE-OS's busy loop on the last CPU at SCHED_FIFO
+# 95 (above JIT-PER's 80) for 2 s, and says its thread's id on the console.
+# (Debian's busybox has no chrt: the agent is the guest's one way to a
+# real-time busy loop.)
+HOG = """
+echo "rtbench-hog waiting for JIT-PER"
+n=0
+until grep -qsx jit-per /proc/[0-9]*/task/*/comm; do
+    sleep 0.1; n=$((n+1)); [ $n -gt 6000 ] && exit 1
+done
+echo "rtbench-hog JIT-PER runs"
+sleep 1
+/rtbench-agent --cpu=1 --priority=95 --no-samples NOISE-OS:duration_ms=2000 >/dev/null 2>&1 &
+hog=$!
+echo "rtbench-hog started"
+said=""
+while [ -z "$said" ] && kill -0 $hog 2>/dev/null; do
+    for t in /proc/$hog/task/*; do
+        if [ "$(cat $t/comm 2>/dev/null)" = noise-os ]; then
+            echo "rtbench-hog tid=${t##*/}"; said=1
+        fi
+    done
+    sleep 0.05
+done
+wait $hog
+echo "rtbench-hog ended: $?"
+"""
+
+
+@ARM
+def test_break_with_trace_in_a_guest_names_the_hog_there() -> None:
+    """--trace --break on an arm64 guest: the flight recorder in the guest,
+    brought back and attributed, names the hog that held JIT-PER's CPU
+    (the local test_soak.py's known answer, inside a guest). --break 500 ms:
+    above TCG's noise here, below the 2 s the hog holds the CPU."""
+    target = resolve("qemu:debian-rt-arm64?accel=tcg")
+    assert isinstance(target, QemuTarget)
+    transport = target.transport()
+    transport.trace = guest_trace.request(flight=True)
+    transport.beside = HOG
+    transport.timerlat = False
+    try:
+        run = collect(
+            transport,
+            ["--priority=80", "--break=500000000", "JIT-PER:period_us=1000:cycles=120000"],
+        )
+    finally:
+        transport.stop()
+    said = re.search(r"rtbench-hog tid=(\d+)", transport.console)
+    assert said, (transport.console[-2000:], run.issues, [w.detail for w in run.all_warnings()])
+    tid = int(said.group(1))
+    jit = run.case("JIT-PER")
+    assert jit is not None, run.issues
+    [brk] = [w for w in jit.warnings if w.code == "break"]
+    assert "on CPU 1," in brk.detail, brk.detail
+    [spike] = [w for w in jit.warnings if w.code == "spike"]
+    head = spike.detail.split("\n")[0]
+    assert f"thread noise-os (pid {tid}, real-time priority 95) held the CPU" in head, spike.detail
+    assert any(w.code == "trace" and "QEMU guest" in w.detail for w in run.warnings), [
+        w.detail for w in run.warnings
+    ]
+    # It stopped at the break, long before the 120 s planned.
+    assert jit.duration_ns is not None and jit.duration_ns < 60e9

@@ -29,8 +29,10 @@ from helpers import die_with_parent, free_port, rtbench
 from rtbench.model import Run
 from rtbench.session import collect
 from rtbench.store import Store
-from rtbench.targets import resolve
+from rtbench.targets import guest_trace, resolve
 from rtbench.targets.ssh import SshTarget
+from rtbench.trace import snapshot
+from rtbench.trace.tracefs import kernel_has_tracefs, toplevel_lock
 from rtbench.transports import TransportError
 
 SSHD = "/usr/sbin/sshd"
@@ -317,3 +319,32 @@ def test_a_non_root_login_runs_with_sudo_and_without(sshd: Sshd, login: str) -> 
     assert target.metadata()["privilege"] == "sudo" and run.realtime
     assert all(c.outcome in ("passed", "failed") for c in run.cases), run.cases
     assert not _agents_running(Path(f"/home/{login}/.cache/rtbench"))
+
+
+@pytest.mark.skipif(not kernel_has_tracefs(), reason="needs a kernel with tracefs")
+def test_trace_is_recorded_on_the_target_and_split_per_case(sshd: Sshd) -> None:
+    """--trace over SSH: recorded in a private instance of the target's
+    tracefs (here this machine's), brought back on the stream and split per
+    case as a local trace is; the target's tracefs is as it was after."""
+    target = resolve(sshd.spec())
+    with toplevel_lock(shared=True):
+        before = snapshot(own_instances=False)
+        transport = target.transport()
+        assert hasattr(transport, "trace")
+        transport.trace = guest_trace.request(flight=False)
+        try:
+            run = collect(transport, ["CAL-REF:repeats=20", "THR-SW:n=2:duration_ms=50"])
+        finally:
+            transport.stop()
+        assert snapshot(own_instances=False) == before
+    assert run.complete, run.issues
+    assert not [w.detail for w in run.warnings if w.code == "trace" and "no kernel" in w.detail]
+    for case in run.cases:
+        said = [w.detail for w in case.warnings if w.code == "trace"]
+        assert any("over SSH (instance)" in d for d in said), (case.case, said)
+        kernel = [s for s in case.series if s.name.startswith("kernel.")]
+        assert any(s.name == "kernel.local_timer" for s in kernel), (case.case, kernel)
+    # THR-SW's threads wake each other: the kernel saw it.
+    thr = run.case("THR-SW")
+    assert thr is not None and any(s.name == "kernel.wakeup" and s.n > 0 for s in thr.series)
+    assert not list(Path("/sys/kernel/tracing/instances").glob("rtbench-ssh-*"))

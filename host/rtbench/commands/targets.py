@@ -47,7 +47,7 @@ def resolve_or_fail(spec: str | None, trace: bool = False) -> Target:
     except TargetError as e:
         fail(str(e))
     atexit.register(close_quietly, target)
-    # A QEMU guest records its own trace (rtbench.targets.guest_trace).
+    # A QEMU guest or an SSH target records its own trace (rtbench.targets.guest_trace).
     if trace and not target.is_local and not hasattr(target, "guest_trace"):
         fail(
             f"--trace records this machine's kernel (tracefs): it cannot trace {target.name} "

@@ -32,7 +32,7 @@ BUFFER_KB = 8192
 SETUP_SCRIPT = r"""
 if [ -f /rtbench/trace ]; then
     read tclocks tevents tkb </rtbench/trace
-    T=/sys/kernel/tracing
+    T=${TRACEFS:-/sys/kernel/tracing}
     echo 0 >$T/tracing_on
     tclock=""
     for c in $(echo $tclocks | tr , ' '); do
@@ -54,9 +54,10 @@ DUMP_SCRIPT = r"""
 if [ -f /rtbench/trace ]; then
     echo 0 >$T/tracing_on
     echo "MARKER trace begin clock=$tclock events=$tenabled" >/dev/PORT
-    mkdir -p /tmp/trace
+    tt=${TRACETMP:-/tmp/trace}
+    mkdir -p $tt
     for d in $T/per_cpu/cpu*; do
-        timeout 5 cat $d/trace_pipe_raw >/tmp/trace/${d##*/}.raw &
+        timeout 5 cat $d/trace_pipe_raw >$tt/${d##*/}.raw &
     done
     wait
     for d in $T/per_cpu/cpu*; do
@@ -68,14 +69,14 @@ if [ -f /rtbench/trace ]; then
         echo "MARKER trace file $2" >/dev/PORT
         base64 $1 | sed "s|^|MARKER trace b |" >/dev/PORT
     }
-    for f in /tmp/trace/*.raw; do tsend $f ${f##*/}; done
+    for f in $tt/*.raw; do tsend $f ${f##*/}; done
     for e in $(echo $tenabled,ftrace:print | tr , ' '); do
         tsend $T/events/${e%%:*}/${e#*:}/format formats/${e%%:*}__${e#*:}
     done
     tsend $T/events/header_page header_page
     tsend $T/events/header_event header_event
     tsend $T/buffer_subbuf_size_kb subbuf_kb 2>/dev/null
-    rm -rf /tmp/trace
+    rm -rf $tt
     echo "MARKER trace end" >/dev/PORT
 fi
 """
@@ -111,6 +112,7 @@ class Received:
     overrun: dict[int, int] = field(default_factory=dict)
     ended: bool = False
     unsupported: str = ""  # why this guest records no trace
+    source: str = "QEMU guest (top level)"  # where it was recorded, for the reports
     _current: str = ""
 
     def feed(self, body: bytes) -> None:
@@ -135,6 +137,8 @@ class Received:
                 self.overrun[int(parts[0].removeprefix(b"cpu"))] = int(parts[1])
         elif what == b"end":
             self.ended = True
+        elif what == b"none":  # the target could not set a trace up: why
+            self.unsupported = rest.decode("utf-8", "replace").strip()
 
     def save(self, directory: Path) -> None:
         """The directory `Capture.load` reads."""
@@ -157,7 +161,7 @@ class Received:
             "events": self.events,
             "missing": [e for e in asked if e not in self.events],
             "page_size": page,
-            "source": "QEMU guest (top level)",
+            "source": self.source,
             "byteorder": "little",
             "overrun": {str(k): v for k, v in self.overrun.items()},
             "notes": [],

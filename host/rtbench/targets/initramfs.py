@@ -62,6 +62,8 @@ else
         while IFS= read -r a; do set -- "$@" "$a"; done </rtbench/args
     fi
     echo "{MARKER} starting the agent"
+    # A script of the run's started beside the agent (tests: a hog in the guest).
+    [ -f /rtbench/beside ] && sh /rtbench/beside </dev/null >/dev/console 2>&1 &
 {{TRACE_SETUP}}    /rtbench-agent "$@" >/dev/ttyS1 2>/dev/console
     status=$?
 fi
@@ -263,10 +265,12 @@ def run_archive(
     dest: Path,
     tracer: timerlat.Request | None = None,
     trace: guest_trace.Request | None = None,
+    beside: str | None = None,
 ) -> Path:
     """`dest`: the base archive followed by this run's arguments (`None`:
-    the accelerator probe, which only boots and powers off) and the
-    kernel timerlat's settings when `tracer`."""
+    the accelerator probe, which only boots and powers off), the
+    kernel timerlat's settings when `tracer`, and `beside`: a shell script
+    the guest starts in the background just before the agent."""
     for a in args or []:
         if "\n" in a or "\0" in a:
             raise InitramfsError(f"an agent argument holds a newline: {a!r}")
@@ -281,6 +285,8 @@ def run_archive(
                 (root / "rtbench" / "timerlat").write_text(tracer.line())
             if trace is not None:
                 (root / "rtbench" / "trace").write_text(trace.line())
+            if beside is not None:
+                (root / "rtbench" / "beside").write_text(beside)
         extra = Path(tmp) / "extra.cpio"
         _cpio(root, extra)
         with dest.open("wb") as f:

@@ -144,6 +144,9 @@ class QemuTransport(ChildTransport):
         # --trace / --break: the kernel trace recorded in the guest.
         self.trace: guest_trace.Request | None = None
         self.traced = guest_trace.Received()
+        # A shell script the guest starts in the background just before the
+        # agent: what else runs in the guest (tests start a SCHED_FIFO hog).
+        self.beside: str | None = None
 
     @property
     def pid(self) -> int | None:
@@ -182,6 +185,7 @@ class QemuTransport(ChildTransport):
                 self._workdir / "initrd.cpio",
                 req,
                 None if self.traced.unsupported else self.trace,
+                self.beside,
             )
         except (initramfs.InitramfsError, OSError) as e:
             self._cleanup()

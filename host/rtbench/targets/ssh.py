@@ -94,6 +94,7 @@ class SshTarget:
     kind = "ssh"
     emulated = False
     is_local = False
+    guest_trace = True  # `--trace` is recorded on the target (transports/ssh.py)
 
     def __init__(
         self, name: str, endpoint: Endpoint, remote_dir: str = DEFAULT_DIR, sudo: str = "auto"

@@ -19,6 +19,8 @@ import shlex
 import subprocess
 from collections.abc import Callable
 
+from rtbench.model import Run
+from rtbench.targets.guest_trace import DUMP_SCRIPT, SETUP_SCRIPT, Received, Request, attach
 from rtbench.transports.process import ChildTransport
 
 # Exit status of the wrapper when it cannot even start the agent.
@@ -31,7 +33,7 @@ exe=$1; base=$2; shift 2
 run=$(mktemp -d "$base/run.XXXXXX") || exit 125
 cd "$run" || exit 125
 TMPDIR=$run; export TMPDIR
-exec 3<&0
+{TRACE_SETUP}exec 3<&0
 if command -v setsid >/dev/null 2>&1; then
   setsid "$exe" "$@" </dev/null &
 else
@@ -49,14 +51,63 @@ exec 3<&-
 trap 'kill -KILL -"$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null' HUP INT TERM PIPE
 wait "$pid"; status=$?
 kill "$watch" 2>/dev/null
-cd / && rm -rf "$run"
+{TRACE_DUMP}cd / && rm -rf "$run"
 exit "$status"
 """
 
 
-def remote_command(exe: str, run_base: str, args: list[str], sudo: bool) -> str:
-    """The command line the target's login shell runs for one agent run."""
-    argv = ["sh", "-c", WRAPPER, "rtbench-run", exe, run_base, *args]
+# Lines of the wrapper's own on the stream (the trace), not the agent's.
+MARKER = "rtbench-ssh:"
+_MARK = MARKER.encode()
+
+# --trace: a private instance of the target's tracefs (mounted if it is
+# not, unmounted after), set up as a QEMU guest's top level is
+# (targets/guest_trace.py), the agent writing its marks there; after the
+# agent, its buffers go back on the stream as marker lines and the
+# instance is removed.
+TRACE_PROLOGUE = r"""
+tb=/sys/kernel/tracing; tm=""
+if [ ! -d $tb/instances ] && grep -qw tracefs /proc/filesystems; then
+  mount -t tracefs nodev $tb 2>/dev/null && tm=1
+fi
+TRACEFS=$tb/instances/rtbench-ssh-$$; TRACETMP=$run/trace.d
+if mkdir $TRACEFS 2>/dev/null; then
+  printf '%s\n' REQUEST >"$run/trace"
+else
+  echo "MARKER trace none cannot make a trace instance in $tb (needs root and tracefs)"
+  TRACEFS=""
+fi
+"""
+TRACE_EPILOGUE = r"""
+if [ -n "$TRACEFS" ]; then
+  echo 0 >$TRACEFS/tracing_on
+  rmdir $TRACEFS
+fi
+[ -n "$tm" ] && umount $tb
+"""
+
+
+def _script(script: str) -> str:
+    return script.replace("MARKER", MARKER).replace("/dev/PORT", "/dev/stdout").lstrip("\n")
+
+
+def remote_command(
+    exe: str, run_base: str, args: list[str], sudo: bool, trace: Request | None = None
+) -> str:
+    """The command line the target's login shell runs for one agent run
+    (`trace`: with the kernel trace recorded there)."""
+    setup = dump = ""
+    if trace is not None:
+        setup = (
+            _script(TRACE_PROLOGUE).replace("REQUEST", shlex.quote(trace.line().strip()))
+            + _script(SETUP_SCRIPT).replace("/rtbench/trace", '"$run/trace"')
+            + '[ -n "$TRACEFS" ] && set -- "--trace-marker=$TRACEFS/trace_marker" "$@"\n'
+        )
+        dump = _script(DUMP_SCRIPT).replace("/rtbench/trace", '"$run/trace"') + _script(
+            TRACE_EPILOGUE
+        )
+    wrapper = WRAPPER.replace("{TRACE_SETUP}", setup).replace("{TRACE_DUMP}", dump)
+    argv = ["sh", "-c", wrapper, "rtbench-run", exe, run_base, *args]
     return ("sudo -n " if sudo else "") + shlex.join(argv)
 
 
@@ -77,14 +128,30 @@ class SshTransport(ChildTransport):
         self.run_base = run_base
         self.sudo = sudo
         self.name = name
+        # --trace: recorded in the target's tracefs (remote_command).
+        self.trace: Request | None = None
+        self.traced = Received()
 
     def start(self, args: list[str]) -> None:
-        argv = self.ssh(remote_command(self.exe, self.run_base, args, self.sudo))
+        self.traced = Received(self.trace, source=f"{self.name} over SSH (instance)")
+        argv = self.ssh(remote_command(self.exe, self.run_base, args, self.sudo, self.trace))
         # stdin stays open for the whole run: closing it stops the agent.
         self._spawn(argv, "ssh", stdin=subprocess.PIPE)
 
     def _silence(self, timeout: float) -> str:
         return f"the agent on {self.name} wrote nothing for {timeout:.0f} s; stopped it"
+
+    def _line(self, line: bytes) -> bytes | None:
+        if line.startswith(_MARK):
+            body = line[len(_MARK) :].strip()
+            if body.startswith(b"trace "):
+                self.traced.feed(body[len(b"trace ") :])
+            return None
+        return line
+
+    def finish_run(self, run: Run) -> None:
+        """The target's kernel trace, split or attributed as a local one."""
+        attach(run, self.traced)
 
     def stop(self) -> int | None:
         proc = self.proc
