@@ -8,9 +8,11 @@ builds the real port."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -69,39 +71,68 @@ def _portable_sources() -> list[Path]:
     return sorted([*(agent / "core").glob("*.c"), *(agent / "cases").glob("*.c")])
 
 
+Compiled = dict[Path, tuple[subprocess.CompletedProcess[str], Path]]
+
+
+@pytest.fixture(scope="module")
+def compiled(stub: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[bool], Compiled]:
+    """Every portable source compiled once per flavour (release, test build)
+    for the module, on as many CPUs as the tests may use: (the compiler's
+    result, the object) by source."""
+    done: dict[bool, Compiled] = {}
+
+    def flavour(hooks: bool) -> Compiled:
+        if hooks not in done:
+            out = tmp_path_factory.mktemp("m3-test-build" if hooks else "m3-release")
+            extra = ["-DRTB_TEST_HOOKS=1"] if hooks else []
+            sources = _portable_sources()
+
+            def one(src: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+                obj = out / (src.stem + ".o")
+                return _compile(src, stub, obj, *extra), obj
+
+            with ThreadPoolExecutor(len(os.sched_getaffinity(0))) as pool:
+                done[hooks] = dict(zip(sources, pool.map(one, sources), strict=True))
+        return done[hooks]
+
+    return flavour
+
+
 @pytest.mark.parametrize("hooks", [False, True], ids=["release", "test-build"])
-def test_core_and_every_case_compile_for_cortex_m3(stub: Path, tmp_path: Path, hooks: bool) -> None:
-    extra = ["-DRTB_TEST_HOOKS=1"] if hooks else []
-    failed = {}
-    for src in _portable_sources():
-        p = _compile(src, stub, tmp_path / (src.stem + ".o"), *extra)
-        if p.returncode != 0:
-            failed[src.name] = p.stderr[-1500:]
+def test_core_and_every_case_compile_for_cortex_m3(
+    compiled: Callable[[bool], Compiled], hooks: bool
+) -> None:
+    failed = {src.name: p.stderr[-1500:] for src, (p, _) in compiled(hooks).items() if p.returncode}
     assert not failed, "\n".join(f"== {k}\n{v}" for k, v in failed.items())
     assert len(_portable_sources()) > 30  # core and the case table, not an empty glob
 
 
-def test_the_core_needs_no_64_bit_atomics(stub: Path, tmp_path: Path) -> None:
+def _wide_atomics(obj: Path) -> list[str]:
+    nm = subprocess.run(
+        ["arm-none-eabi-nm", "-u", str(obj)], capture_output=True, text=True, check=True
+    )
+    return [s for s in nm.stdout.split() if s.startswith("__atomic_") and s.endswith("_8")]
+
+
+def test_the_core_needs_no_64_bit_atomics(
+    stub: Path, tmp_path: Path, compiled: Callable[[bool], Compiled]
+) -> None:
     # ARMv7-M has no LDREXD: a 64-bit atomic becomes an __atomic_*_8 call
     # that a port would have to supply. The core (runner, watchdog, stream)
     # needs none; cases may (docs/porting.md, rule 12).
-    def wide_atomics(src: Path) -> list[str]:
-        obj = tmp_path / (src.stem + ".o")
-        assert _compile(src, stub, obj, "-DRTB_TEST_HOOKS=1").returncode == 0
-        nm = subprocess.run(
-            ["arm-none-eabi-nm", "-u", str(obj)], capture_output=True, text=True, check=True
-        )
-        return [s for s in nm.stdout.split() if s.startswith("__atomic_") and s.endswith("_8")]
-
     # The control: a 64-bit atomic is seen.
     control = tmp_path / "control.c"
     control.write_text(
         '#include "rtb.h"\nrtb_time get(_Atomic rtb_time *t);\n'
         "rtb_time get(_Atomic rtb_time *t) { return atomic_load(t); }\n"
     )
-    assert wide_atomics(control) == ["__atomic_load_8"]
-    calls = {src.name: w for src in sorted((agent_source() / "core").glob("*.c"))
-             if (w := wide_atomics(src))}  # fmt: skip
+    assert _compile(control, stub, tmp_path / "control.o", "-DRTB_TEST_HOOKS=1").returncode == 0
+    assert _wide_atomics(tmp_path / "control.o") == ["__atomic_load_8"]
+    core = agent_source() / "core"
+    objects = {src: out for src, out in compiled(True).items() if src.parent == core}
+    assert objects and all(p.returncode == 0 for p, _ in objects.values())
+    calls = {src.name: w for src, (_, obj) in sorted(objects.items())
+             if (w := _wide_atomics(obj))}  # fmt: skip
     assert not calls
 
 
