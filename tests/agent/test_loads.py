@@ -42,7 +42,7 @@ UNITS = {
 STRESS = shutil.which("stress-ng") is not None
 # Mostly asleep, so load threads on its CPU get time too.
 QUIET = "JIT-PER:period_us=1000:cycles=300:load_threads=0"
-LAST = (os.cpu_count() or 1) - 1
+LAST = max(os.sched_getaffinity(0))  # the last CPU the tests may use (a cpuset may bar others)
 
 
 def case_of(result: Any, case_id: str) -> CaseResult:

@@ -5,6 +5,7 @@ import-cyclictest (also on a real cyclictest file when rt-tests is here)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import xml.etree.ElementTree as ET
@@ -217,24 +218,31 @@ def test_cyclictest_beside_a_jit_per_run(db: Path, tmp_path: Path, agent: Path) 
     """An imported cyclictest file and a JIT-PER run on the same CPUs:
     `compare` lines up latency[cpu=N] with latency[cpu=N], and `report` of
     the two writes a comparison (it crashed with a traceback)."""
-    f = tmp_path / "ct.json"
-    two = CYCLICTEST.replace('"num_threads": 1', '"num_threads": 2').replace(
-        '"cpu": 0, "node": 0}}',
-        '"cpu": 0, "node": 0},\n             "1": {"histogram": {"6": 100}, "cycles": 100,'
-        ' "min": 6, "max": 6, "avg": 6.00, "cpu": 1, "node": 0}}',
+    # The first two CPUs the tests may use (one under `taskset -c N`).
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    threads = ",\n".join(
+        f'"{i}": {{"histogram": {{"6": 100}}, "cycles": 100, "min": 6, "max": 6, "avg": 6.00,'
+        f' "cpu": {cpu}, "node": 0}}'
+        for i, cpu in enumerate(cpus)
     )
-    f.write_text(two)
+    f = tmp_path / "ct.json"
+    head, _ = CYCLICTEST.split('  "thread": ')
+    f.write_text(
+        head.replace('"num_threads": 1', f'"num_threads": {len(cpus)}')
+        + f'  "thread": {{{threads}}}\n}}\n'
+    )
     assert rtbench("import-cyclictest", str(f)).returncode == 0
-    r = rtbench("run", "-c", "JIT-PER", "--cpus", "0,1", "--set", "JIT-PER.period_us=1000",
+    r = rtbench("run", "-c", "JIT-PER", "--cpus", ",".join(map(str, cpus)),
+                "--set", "JIT-PER.period_us=1000",
                 "--set", "JIT-PER.cycles=200", "--set", "JIT-PER.load_threads=0")  # fmt: skip
     assert r.returncode in (0, 1), r.stdout + r.stderr
     r = rtbench("compare", "1", "2", "--format", "json")
     assert r.returncode == 0, r.stdout + r.stderr
     rows = {row["series"]: row for row in json.loads(r.stdout)["comparison"]}
-    for cpu in (0, 1):
+    for cpu in cpus:
         row = rows[f"latency[cpu={cpu}]"]
         assert row["run_1"] is not None and row["run_2"] is not None, row
     page = tmp_path / "both.html"
     r = rtbench("report", "1", "2", "-o", str(page))
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
-    assert "latency[cpu=1]" in page.read_text(encoding="utf-8")
+    assert f"latency[cpu={cpus[-1]}]" in page.read_text(encoding="utf-8")
