@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rtbench.campaign import Campaign, Cell
-from rtbench.measure import StopSignals, measure, plan_for, store_run
+from rtbench.measure import StopSignals, plan_for
+from rtbench.measure_store import measure_and_store
+from rtbench.outcomes import outcome_of_exit
 from rtbench.request import AgentRequest
 from rtbench.store.location import StoreLocation
-from rtbench.stream import StreamError
 from rtbench.suites import Planned
 from rtbench.targets import Target, TargetError, close
 from rtbench.transports import TransportError
@@ -42,8 +43,6 @@ Say = Callable[[str], None]
 # How long a stopped lane may take to store its run and release its place
 # before it is killed (its place's guard then releases the place).
 LANE_STOP_WAIT_S = 120.0
-# A lane's exit status as the outcome it stands for (docs/outcomes.md).
-_LANE_OUTCOME = {0: "passed", 1: "failed"}
 
 
 def parallel(target: Target) -> bool:
@@ -68,7 +67,7 @@ def _end_with_parent() -> None:
 class CellRunner:
     campaign: Campaign
     targets: dict[str, Target]
-    plan: list[Planned]
+    plans: dict[str, list[Planned]]  # per target (its name): its agent's cases
     labels: dict[str, str]
     store: StoreLocation | Path
     say: Say
@@ -91,28 +90,19 @@ class CellRunner:
             return
         how = plan_for(
             target,
-            agent_request(self.campaign, cell, self.plan),
+            agent_request(self.campaign, cell, self.plans[cell.target.name]),
             labels={**self.labels, **cell.labels(self.campaign.name)},
             source="campaign",
             store_path=self.store,
         )
-        try:
-            measured = measure(transport, how, stop, None, self.say)
-        except (TransportError, StreamError, OSError) as e:
-            self.say(f"{cell.key}: could not measure: {e}")
-            self.outcomes.append("error")
+        taken = measure_and_store(transport, how, stop, None, self.say)
+        self.outcomes.append(taken.outcome)
+        if taken.problem is not None:
+            self.say(f"{cell.key}: {taken.problem}")
             return
-        saved = store_run(measured, self.say)
-        if saved.error is not None:
-            self.say(
-                f"{cell.key}: could not be stored ({saved.error}); stream kept in "
-                f"{saved.kept}: `rtbench ingest {saved.kept}` stores it"
-            )
-            self.outcomes.append("error")
-            return
-        run = measured.run
-        self.outcomes.append(run.outcome)
-        self.show(f"{cell.key}: run {saved.run_id}: {run.outcome}, {len(run.cases)} cases")
+        assert taken.measured is not None and taken.saved is not None
+        run = taken.measured.run
+        self.show(f"{cell.key}: run {taken.saved.run_id}: {run.outcome}, {len(run.cases)} cases")
 
     def run(self, todo: list[Cell], stop: StopSignals) -> None:
         """Runs `todo`: the places' lanes at once, the rest here in order."""
@@ -163,7 +153,7 @@ class CellRunner:
                 p.kill()
                 code = p.wait()
             if stop.received is None:
-                self.outcomes.append(_LANE_OUTCOME.get(code, "error"))
+                self.outcomes.append(outcome_of_exit(code))
 
 
 def lane_cells(todo: list[Cell], target: str) -> list[Cell]:

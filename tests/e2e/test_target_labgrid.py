@@ -21,7 +21,7 @@ import tools
 from stores import StoreAt
 
 from rtbench.campaign import LABEL_CAMPAIGN, LABEL_CELL
-from rtbench.commands.common import EXIT
+from rtbench.outcomes import EXIT
 from rtbench.store import Store
 from rtbench.targets import kernels
 

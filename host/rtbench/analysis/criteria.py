@@ -23,7 +23,8 @@ from typing import Any, Literal
 from rtbench.analysis.rating import Rubric, overall_rating, rate_run, unrated_because
 from rtbench.analysis.scores import composite_score
 from rtbench.analysis.stats import INDICATORS, PCT_OF, series_stats
-from rtbench.model import Run, Series, point_key
+from rtbench.model import Run, Series, point_key, worst_outcome
+from rtbench.outcomes import exit_code as outcome_code
 
 TIME_INDICATORS = tuple(i for i in INDICATORS if i != "n")
 SERIES_EXTRA = ("score", "score_max", "stars")
@@ -281,5 +282,4 @@ def _evaluate_one(run: Run, c: Criterion, baseline: Run | None, rubric: Rubric |
 
 def exit_code(outcomes: list[Outcome]) -> int:
     """0 all passed (skips allowed), 1 some failed, 2 some could not be evaluated."""
-    verdicts = {o.verdict for o in outcomes}
-    return 2 if "error" in verdicts else 1 if "failed" in verdicts else 0
+    return outcome_code(worst_outcome([o.verdict for o in outcomes] or ["passed"]))

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import click
 
-from rtbench import catalogue
 from rtbench.ab import (
     DEFAULT_INDICATORS,
     Config,
@@ -31,7 +30,6 @@ from rtbench.analysis.compare import ALPHA
 from rtbench.analysis.stats import INDICATORS
 from rtbench.build import BuildError, ensure_agent
 from rtbench.commands.common import (
-    EXIT,
     busy,
     check_output,
     check_store_writable,
@@ -43,10 +41,17 @@ from rtbench.commands.common import (
     selection_options,
     store_path,
 )
-from rtbench.commands.targets import open_transport, resolve_or_fail, target_option
+from rtbench.commands.targets import (
+    open_transport,
+    resolve_or_fail,
+    target_cases,
+    target_option,
+)
 from rtbench.io.atomic import OutputError, write_text
-from rtbench.measure import Measured, Plan, StopSignals, check_args, measure, plan_for, store_run
+from rtbench.measure import Plan, StopSignals, check_args, plan_for
+from rtbench.measure_store import Taken, measure_and_store
 from rtbench.model import Run, worst_outcome
+from rtbench.outcomes import exit_code
 from rtbench.reports.tables import Column, Tabular, print_table
 from rtbench.reports.tables import Row as TRow
 from rtbench.suites import Planned, SelectionError, select
@@ -65,12 +70,12 @@ def _one_run(
     plan: Plan,
     switch: PreemptSwitch | None,
     stop: StopSignals,
-) -> Measured:
+) -> Taken:
     preempt: AbstractContextManager[None] = (
         switch.switched(cfg.preempt) if switch is not None else nullcontext()
     )
     with preempt:  # measure probes inside: it records the mode in effect
-        return measure(open_transport(target, exe), plan, stop, say=say)
+        return measure_and_store(open_transport(target, exe), plan, stop, say=say)
 
 
 def _table(rows: list[Row]) -> Tabular:
@@ -175,7 +180,7 @@ def ab(
         exe = agent_path
         if target.is_local and exe is None:
             exe = ensure_agent("release", announce=busy)
-        known = catalogue.agent_cases(exe) if exe else catalogue.posix_cases()
+        known = target_cases(target, exe)
         names = {c.id: c.param_names for c in known.values()}
         plans: dict[str, list[Planned]] = {
             cfg.name: select(
@@ -239,16 +244,14 @@ def ab(
                         store_path=store_path(ctx),
                     )
                     try:
-                        measured = _one_run(target, exe, cfg, plan, switch, stop)
-                    except TransportError as e:
-                        fail(f"{cfg.name} ({cfg.describe()}): {e}")
+                        taken = _one_run(target, exe, cfg, plan, switch, stop)
                     except ConfigError as e:
                         fail(str(e))
-                    saved = store_run(measured, say)
-                    if saved.error is not None:
-                        kept = f"`rtbench ingest {saved.kept}`" if saved.kept else "nothing kept"
-                        unsaved.append(f"round {rnd} {cfg.name}: {saved.error}; {kept}")
-                    done[cfg.name].append(measured.run)
+                    if taken.measured is None:
+                        fail(f"{cfg.name} ({cfg.describe()}): {taken.unmeasured}")
+                    if taken.saved is not None and taken.saved.error is not None:
+                        unsaved.append(f"round {rnd} {cfg.name}: {taken.problem}")
+                    done[cfg.name].append(taken.measured.run)
         finally:
             if switch is not None:
                 switch.close()
@@ -287,7 +290,7 @@ def ab(
         err.print(f"{stop.why()}: the runs so far are stored", style="yellow")
         sys.exit(interrupted)
     outcome = worst_outcome([r.outcome for v in done.values() for r in v])
-    sys.exit(EXIT.get(outcome, 2))
+    sys.exit(exit_code(outcome))
 
 
 def _write_json(path: Path, text: str) -> None:

@@ -44,7 +44,6 @@ from rtbench.analysis.stats import (
     has_all_samples,
 )
 from rtbench.commands.common import (
-    EXIT,
     check_output,
     fail,
     format_option,
@@ -60,6 +59,7 @@ from rtbench.io.cyclictest import read_cyclictest
 from rtbench.io.export import read_json, write_csv, write_json
 from rtbench.io.junit import junit_tree
 from rtbench.model import Run
+from rtbench.outcomes import exit_code, outcome_of_exit
 from rtbench.reference import figures_for
 from rtbench.reports.figures import comparison_table, find_series, run_info, statistics_table
 from rtbench.reports.tables import Column, Row, Tabular, print_table
@@ -488,7 +488,7 @@ def check(
                 )
         except OutputError as e:
             fail(str(e))
-    verdict = {0: "passed", 1: "failed", 2: "error"}[code]
+    verdict = outcome_of_exit(code)
     out.print(Text(f"Check: {verdict}", style=f"bold {_VERDICT_STYLE[verdict]}"))
     sys.exit(code)
 
@@ -592,12 +592,12 @@ def _store_import(
                 f"{file}: this run ({e.identity}) is already stored as run {e.run_id}; "
                 "nothing stored (--force-copy stores a copy with a new identity)"
             )
-            sys.exit(EXIT[run.outcome])
+            sys.exit(exit_code(run.outcome))
         except StoreError as e:
             fail(str(e))
     render_run(run, out)
     out.print(f"stored as run {run.id}", style="dim", highlight=False)
-    sys.exit(EXIT[run.outcome])
+    sys.exit(exit_code(run.outcome))
 
 
 _FILE = click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))

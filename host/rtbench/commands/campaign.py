@@ -19,7 +19,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from rtbench import catalogue, journal
+from rtbench import journal
 from rtbench.ab import failed_runs, pool
 from rtbench.analysis.health import set_apart
 from rtbench.campaign import (
@@ -34,7 +34,6 @@ from rtbench.campaign import (
 )
 from rtbench.campaign_run import CellRunner, lane_cells
 from rtbench.commands.common import (
-    EXIT,
     check_output,
     err,
     fail,
@@ -44,10 +43,12 @@ from rtbench.commands.common import (
     say,
     store_path,
 )
+from rtbench.commands.targets import target_cases
 from rtbench.io.atomic import OutputError, write_text
 from rtbench.measure import StopSignals
 from rtbench.model import Run, worst_outcome
 from rtbench.model import Warning as RunWarning
+from rtbench.outcomes import exit_code
 from rtbench.suites import Planned, SelectionError, select
 from rtbench.targets import Target
 
@@ -246,14 +247,18 @@ def campaign(
     try:
         for t in c.targets:
             targets[t.name] = resolve(t.spec, dict(t.options), label=t.name)
-        known = catalogue.posix_cases()
-        plan = select(c.suite, c.cases, c.overrides, {k.id: k.param_names for k in known.values()})
+        # Each target's cases from its own agent's table (a board's RTOS port's).
+        plans: dict[str, list[Planned]] = {}
+        for name, target in targets.items():
+            known = target_cases(target, None)
+            names = {k.id: k.param_names for k in known.values()}
+            plans[name] = select(c.suite, c.cases, c.overrides, names)
     except (TargetError, SelectionError) as e:
         fail(str(e))
     todo = pending(c, stored)
     total = len(c.cells())
     if lane is not None:
-        _lane(ctx, c, targets, plan, user_labels, lane_cells(todo, lane))
+        _lane(ctx, c, targets, plans, user_labels, lane_cells(todo, lane))
     if todo and len(todo) < total:
         say(f"resuming: {total - len(todo)} of {total} cells are stored already")
     done = 0
@@ -274,7 +279,7 @@ def campaign(
                 "--lane", target, *tags]  # fmt: skip
 
     runner = CellRunner(
-        c, targets, plan, user_labels, store_path(ctx), say, show, lane_argv
+        c, targets, plans, user_labels, store_path(ctx), say, show, lane_argv
     )
     with StopSignals(say) as stop:
         runner.run(todo, stop)
@@ -288,7 +293,7 @@ def _lane(
     ctx: click.Context,
     c: Campaign,
     targets: dict[str, Target],
-    plan: list[Planned],
+    plans: dict[str, list[Planned]],
     labels: dict[str, str],
     cells: list[Cell],
 ) -> NoReturn:
@@ -298,10 +303,10 @@ def _lane(
     def show(line: str) -> None:
         err.print(f"    {line}", highlight=False)
 
-    runner = CellRunner(c, targets, plan, labels, store_path(ctx), say, show)
+    runner = CellRunner(c, targets, plans, labels, store_path(ctx), say, show)
     with StopSignals(say) as stop:
         runner.run(cells, stop)
-        code = stop.exit_code or EXIT.get(worst_outcome(runner.outcomes or ["passed"]), 2)
+        code = stop.exit_code or exit_code(worst_outcome(runner.outcomes or ["passed"]))
         stop.exiting()
     sys.exit(code)
 
@@ -330,7 +335,7 @@ def _finish(
         say(f"{len(left)} cells could not be measured; run the same command again to retry them")
         return 2
     every: list[Any] = [stored.get(cell.key, "error") for cell in c.cells()]
-    return EXIT.get(worst_outcome([*every, *outcomes]), 2)
+    return exit_code(worst_outcome([*every, *outcomes]))
 
 
 def register(main: click.Group) -> None:

@@ -18,9 +18,6 @@ from rtbench.store import Store, StoreBusy, StoreError, StoreLocation, locate
 from rtbench.store.location import LocationError
 from rtbench.text import printable
 
-# skipped: nothing judged (docs/outcomes.md); nothing failed either.
-EXIT = {"passed": 0, "failed": 1, "error": 2, "skipped": 0}
-
 # Piped output (CI logs, files) without COLUMNS gets a width a figures
 # table fits in; COLUMNS, when set, wins on a terminal and in a pipe.
 PIPED_WIDTH = 132

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import click
 
-from rtbench import catalogue, soak
+from rtbench import soak
 from rtbench.build import BuildError, ensure_agent
 from rtbench.commands.common import (
-    EXIT,
     busy,
     check_output,
     check_store_writable,
@@ -28,8 +27,15 @@ from rtbench.commands.common import (
     selection_options,
     store_path,
 )
-from rtbench.commands.targets import open_transport, resolve_or_fail, target_option
-from rtbench.measure import Measured, StopSignals, measure, plan_for, read_stream, store_run
+from rtbench.commands.targets import (
+    open_transport,
+    resolve_or_fail,
+    target_cases,
+    target_option,
+)
+from rtbench.measure import Measured, StopSignals, plan_for, read_stream
+from rtbench.measure_store import Taken, measure_and_store, store_measured
+from rtbench.outcomes import exit_code
 from rtbench.reports.progress import RunProgress
 from rtbench.reports.terminal import render_run
 from rtbench.request import AgentRequest
@@ -37,7 +43,6 @@ from rtbench.session import Interrupted
 from rtbench.session import Progress as SessionProgress
 from rtbench.stream import Record, StreamError
 from rtbench.suites import SelectionError, select
-from rtbench.transports import TransportError
 
 
 def agent_exe(path: Path | None) -> Path:
@@ -49,20 +54,14 @@ def agent_exe(path: Path | None) -> Path:
         fail(str(e))
 
 
-def finish(
-    measured: Measured,
-    stop: StopSignals | None,
-    store_it: bool,
-    again: str | None = None,
-    copy: bool = False,
-) -> int:
-    """Stores the run (when asked), shows it, says what became of it; returns
-    the exit code. `again` is how to retry when the run's source is a file;
-    `copy` stores a run the store holds already as a copy (--force-copy)."""
+def finish(taken: Taken, stop: StopSignals | None, again: str | None = None) -> int:
+    """Shows a run measured (or read) and stored by `measure_and_store`,
+    says what became of it; returns the exit code. `again` is how to retry
+    when the run's source is a file."""
+    measured, saved = taken.measured, taken.saved
+    assert measured is not None  # a run that could not be measured fails before
     run = measured.run
-    saved = store_run(measured, say, copy=copy) if store_it else None
     render_run(run, out)
-    code = EXIT[run.outcome]
     if saved is not None and saved.already:
         say(
             f"this run ({run.uuid}) is already stored as run {saved.run_id} in "
@@ -74,7 +73,6 @@ def finish(
         )
     if measured.stream_error:
         say(f"--save-stream: {measured.stream_error}")
-        code = 2
     if saved is not None and saved.error is not None:
         if again:
             kept = f"it is unchanged: store it later with `{again}`"
@@ -86,12 +84,12 @@ def finish(
         else:
             kept = "no journal of it could be kept (see above)"
         say(f"the run could not be stored ({saved.error}); {kept}")
-        return 2
+        return taken.code
     if stop is not None and stop.exit_code is not None:
-        stored = "what was measured is stored" if store_it else "nothing is stored (--no-store)"
+        stored = "what was measured is stored" if saved else "nothing is stored (--no-store)"
         err.print(f"{stop.why()}: {stored}", style="yellow", highlight=False)
         return stop.exit_code
-    return code
+    return taken.code
 
 
 @click.command()
@@ -234,7 +232,7 @@ def run(
     # Another system runs the same port's agent, built for it by its target.
     exe = agent_exe(agent_path) if target.is_local else agent_path
     try:
-        known = catalogue.agent_cases(exe) if exe else catalogue.posix_cases()
+        known = target_cases(target, exe)
         plan = select(
             suite, list(cases), list(overrides), {c.id: c.param_names for c in known.values()}
         )
@@ -295,15 +293,17 @@ def run(
                 def on_record(rec: Record, p: SessionProgress) -> None:
                     progress.on_record(rec.kind, rec.body)
 
-                try:
-                    measured = measure(transport, how, stop, on_record, say)
-                except (TransportError, StreamError) as e:
-                    fail(str(e))
-            code = finish(measured, stop, store_it=not no_store)
+                taken = measure_and_store(
+                    transport, how, stop, on_record, say, store=not no_store
+                )
+            if taken.measured is None:
+                fail(str(taken.unmeasured))
+            code = finish(taken, stop)
             # docs/outcomes.md: for a person trying rtbench a finished, stored run is
             # a success even when the OS failed a check; the result above says so.
-            done = measured.run.complete and measured.run.id is not None
-            if exit_zero_if_stored and done and code == EXIT[measured.run.outcome]:
+            run = taken.measured.run
+            done = run.complete and run.id is not None
+            if exit_zero_if_stored and done and code == exit_code(run.outcome):
                 code = 0
             codes.append(code)
             if stop.exit_code is not None:
@@ -397,8 +397,8 @@ def ingest(
         result.target = target or "ingest"
     result.labels = {**result.labels, **label_map}
     measured = Measured(result, store_path=store_path(ctx))
-    again = f"rtbench ingest {file}"
-    code = finish(measured, None, store_it=True, again=again, copy=force_copy)
+    taken = store_measured(measured, say, copy=force_copy)
+    code = finish(taken, None, again=f"rtbench ingest {file}")
     sys.exit(130 if interrupted else code)
 
 

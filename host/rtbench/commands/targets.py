@@ -13,6 +13,8 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from rtbench import catalogue
+from rtbench.catalogue import AgentCase
 from rtbench.commands.common import busy, err, fail, out
 from rtbench.targets import (
     Reachability,
@@ -63,6 +65,15 @@ def close_quietly(target: Target) -> None:
         close(target)
     except TargetError as e:
         err.print(str(e), style="yellow")
+
+
+def target_cases(target: Target, agent: Path | None) -> dict[str, AgentCase]:
+    """The case table of the agent that runs on `target`: the given agent's
+    own (`--list`), else the shipped table of the target's port (a board's
+    RTOS port; every other target runs the POSIX agent)."""
+    if agent is not None:
+        return catalogue.agent_cases(agent)
+    return catalogue.port_cases(str(getattr(target, "port", "posix")))
 
 
 def open_transport(target: Target, agent: Path | None) -> Transport:

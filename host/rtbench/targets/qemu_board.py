@@ -239,6 +239,11 @@ class BoardTarget:
         self._firmware: Path | None = None  # the image transport() boots
 
     @property
+    def port(self) -> str:
+        """The agent's port: its case table is `catalogue.port_cases(port)`."""
+        return self.spec.port.name
+
+    @property
     def most_samples(self) -> int:
         """Samples per series the firmware's RAM holds: the cap on every
         request (`AgentRequest.within`, applied by `rtbench.measure.plan_for`)."""
