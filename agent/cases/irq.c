@@ -23,15 +23,10 @@ int irq_cpu(const rtb_ctx *ctx)
 {
     if (ctx->opt->cpu >= 0)
         return ctx->opt->cpu;
-    return ctx->port->cpu_count > 1 ? ctx->port->cpu_count - 1 : 0;
+    return rtb_cpu_allowed_at(ctx->port, rtb_cpus_allowed(ctx->port) - 1);
 }
 
-int irq_other_cpu(const rtb_ctx *ctx)
-{
-    if (ctx->port->cpu_count < 2)
-        return -1;
-    return (irq_cpu(ctx) + 1) % ctx->port->cpu_count;
-}
+int irq_other_cpu(const rtb_ctx *ctx) { return rtb_cpu_other(ctx->port, irq_cpu(ctx)); }
 
 rtb_thread_attr irq_attr(const rtb_ctx *ctx, const char *name, int prio_offset, int cpu)
 {

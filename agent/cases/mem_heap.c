@@ -82,11 +82,17 @@ static rtb_result point(rtb_ctx *ctx, size_t size, int contenders, int64_t n, si
     h->size = size;
     rtb_series_set_point(&a, "size", (int64_t)size);
     rtb_series_set_point(&f, "size", (int64_t)size);
-    int started = 0, cpus = ctx->port->cpu_count;
+    int started = 0, cpus = rtb_cpus_allowed(ctx->port), next = ctx->opt->cpu;
     for (int i = 0; i < contenders; i++) {
         rtb_thread_attr at = rtb_attr(ctx, "mem-contender", 0);
-        /* Beside the measured thread, never in front of it on its CPU. */
-        at.cpu = cpus > 1 ? (ctx->opt->cpu + 1 + i % (cpus - 1)) % cpus : ctx->opt->cpu;
+        /* Beside the measured thread, never in front of it on its CPU: round
+         * the other CPUs this process may run on. */
+        if (cpus > 1) {
+            next = rtb_cpu_other(ctx->port, next);
+            if (next == ctx->opt->cpu)
+                next = rtb_cpu_other(ctx->port, next);
+        }
+        at.cpu = cpus > 1 ? next : ctx->opt->cpu;
         if (cpus == 1)
             at.priority = at.priority > 1 ? at.priority - 1 : 1;
         if (rtb_thread_create(&th[started], &at, contend, h) == RTB_OK)

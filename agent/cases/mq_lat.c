@@ -97,7 +97,7 @@ static rtb_result point(rtb_ctx *ctx, size_t size, size_t n, rtb_series *one, rt
     rtb_thread th[2];
     rtb_thread_attr ab = rtb_attr(ctx, "mq-echo", 1), aa = rtb_attr(ctx, "mq-ping", 0);
     if (rtb_param(ctx, "cross_cpu"))
-        ab.cpu = (ctx->opt->cpu + 1) % ctx->port->cpu_count;
+        ab.cpu = rtb_cpu_other(ctx->port, ctx->opt->cpu);
     rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
     int nt = 0;
     if (rtb_thread_create(&th[nt], &ab, echo, &x) == RTB_OK)
@@ -136,10 +136,8 @@ out:
 static rtb_result run(rtb_ctx *ctx)
 {
     size_t n = (size_t)rtb_param(ctx, "iterations");
-    if (rtb_param(ctx, "cross_cpu") && ctx->port->cpu_count < 2) {
-        rtb_emit_check_error(ctx, "cross_cpu", "cross_cpu=1 needs two CPUs; this machine has one");
-        return RTB_ERROR;
-    }
+    if (rtb_param(ctx, "cross_cpu") && !rtb_need_cpus(ctx, "cross_cpu", 2))
+        return RTB_SKIPPED;
     const int64_t *sizes;
     int points = rtb_param_list(ctx, "size", &sizes);
     size_t cap = n < ctx->opt->max_samples ? n : ctx->opt->max_samples;

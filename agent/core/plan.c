@@ -118,11 +118,20 @@ int rtb_options_resolve(rtb_options *opt, char *err, size_t errcap)
         snprintf(err, errcap, "deadline-slack must be 100..86400000 ms");
         return RTB_EINVAL;
     }
+    /* The default: the last CPU the process may run on (taskset, a
+     * cpuset), not the machine's last. */
     if (opt->cpu < 0)
-        opt->cpu = pi->cpu_count - 1;
+        opt->cpu = rtb_cpu_allowed_at(pi, rtb_cpus_allowed(pi) - 1);
     if (opt->cpu >= pi->cpu_count) {
         snprintf(err, errcap, "cpu %d: this machine has CPUs 0..%d", opt->cpu,
                  pi->cpu_count - 1);
+        return RTB_EINVAL;
+    }
+    if (!rtb_cpu_is_allowed(pi, opt->cpu)) {
+        char list[64];
+        rtb_cpus_text(pi, list, sizeof list);
+        snprintf(err, errcap, "cpu %d: this process may run on CPU %s only (its affinity)",
+                 opt->cpu, list);
         return RTB_EINVAL;
     }
     /* Unpinned case threads go wherever the scheduler puts them: cases

@@ -404,6 +404,18 @@ void rtb_emit_check(rtb_ctx *ctx, const char *name, bool pass, const char *fmt, 
     RTB_PRINTF(4, 5);
 void rtb_emit_check_error(rtb_ctx *ctx, const char *name, const char *fmt, ...)
     RTB_PRINTF(3, 4);
+/* ---- the CPUs a case may use (cpus.c): the process's affinity -------- */
+int rtb_cpus_allowed(const rtb_port_info *pi);
+int rtb_cpu_allowed_at(const rtb_port_info *pi, int i);
+bool rtb_cpu_is_allowed(const rtb_port_info *pi, int cpu);
+/* The next allowed CPU after `cpu` (wrapping), never `cpu`; -1 if none. */
+int rtb_cpu_other(const rtb_port_info *pi, int cpu);
+/* The allowed CPUs as a list ("0-2,5"); returns their number. */
+int rtb_cpus_text(const rtb_port_info *pi, char *out, size_t cap);
+/* A case (or check) that needs `n` CPUs: false, with `check` skipped and
+ * the reason, when the process may run on fewer; the case then returns
+ * RTB_SKIPPED. */
+bool rtb_need_cpus(rtb_ctx *ctx, const char *check, int n);
 /* A check that cannot apply on this machine; the detail says why. */
 void rtb_emit_check_skip(rtb_ctx *ctx, const char *name, const char *fmt, ...) RTB_PRINTF(3, 4);
 /* Without real-time priority: every named check is skipped with `why`, and

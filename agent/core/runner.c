@@ -123,6 +123,9 @@ static void hello(rtb_stream *s, const rtb_options *o, const rtb_port_info *pi,
     rtb_json_obj(j, "cpu");
     rtb_json_str(j, "model", pi->cpu_model);
     rtb_json_i64(j, "count", pi->cpu_count);
+    char allowed[256];
+    rtb_cpus_text(pi, allowed, sizeof allowed);
+    rtb_json_str(j, "allowed", allowed); /* where this process may run */
     rtb_json_obj_end(j);
     rtb_json_obj(j, "clock");
     rtb_json_str(j, "source", ti->clock_source);

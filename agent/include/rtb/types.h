@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rtb/config.h"
+
 /* Nanoseconds. Signed so that differences and "not yet" are natural. */
 typedef int64_t rtb_time;
 
@@ -29,6 +31,11 @@ typedef struct rtb_port_info {
     char machine[72];
     char cpu_model[128];
     int cpu_count;
+    /* The CPUs this process may run on, ascending (POSIX: sched_getaffinity,
+     * which taskset and cpusets narrow); ncpus_allowed 0: all of
+     * 0..cpu_count-1. Cases pick their CPUs among these (core/cpus.c). */
+    int cpus_allowed[RTB_MAX_CPUS];
+    int ncpus_allowed;
     /* The kernel's own view, read on the target (empty where unknown). */
     char preempt[32];       /* PREEMPT_RT, PREEMPT_DYNAMIC, PREEMPT or "" */
     char preempt_mode[32];  /* the dynamic mode in effect (debugfs), or "" */

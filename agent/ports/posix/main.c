@@ -79,10 +79,11 @@ static void usage(FILE *f)
 static bool parse_cpus(const char *text, int count, rtb_load_plan *lp)
 {
     lp->ncpus = 0;
-    if (!text) {
-        for (int c = 0; c < count && c < RTB_MAX_CPUS; c++)
-            lp->cpus[lp->ncpus++] = c;
-        snprintf(lp->cpus_text, sizeof lp->cpus_text, "0-%d", count - 1);
+    if (!text) { /* every CPU this process may run on (taskset, cpusets) */
+        const rtb_port_info *pi = rtb_port();
+        for (int i = 0; i < rtb_cpus_allowed(pi) && i < RTB_MAX_CPUS; i++)
+            lp->cpus[lp->ncpus++] = rtb_cpu_allowed_at(pi, i);
+        rtb_cpus_text(pi, lp->cpus_text, sizeof lp->cpus_text);
         return true;
     }
     snprintf(lp->cpus_text, sizeof lp->cpus_text, "%s", text);

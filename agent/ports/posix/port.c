@@ -211,6 +211,13 @@ int rtb_port_init(rtb_port_info *info)
     read_cpu_model(info->cpu_model, sizeof info->cpu_model);
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     info->cpu_count = n > 0 ? (int)n : 1;
+    /* taskset or a cpuset narrow where the process may run: the agent
+     * measures there, not on a CPU it was kept off. */
+    static cpu_set_t allowed; /* once: not on a stack */
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+        for (int c = 0; c < CPU_SETSIZE && c < RTB_MAX_CPUS; c++)
+            if (CPU_ISSET(c, &allowed))
+                info->cpus_allowed[info->ncpus_allowed++] = c;
     read_kernel_view(info);
     probe_realtime(info);
     snprintf(info->event_timer, sizeof info->event_timer,

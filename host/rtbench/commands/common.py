@@ -209,7 +209,7 @@ def selection_options(f: Callable[..., Any]) -> Callable[..., Any]:
                 "--cpu",
                 type=click.IntRange(0),
                 default=None,
-                help="Measurement CPU (default: the last).",
+                help="Measurement CPU (default: the last one the agent may run on).",
             ),
             click.option(
                 "--priority",
