@@ -271,9 +271,10 @@ static rtb_result one_line(rsp *x, int kind)
         rtb_emit_check_error(ctx, check, "%s", why);
         return RTB_ERROR;
     }
-    int cpu_count = ctx->port->cpu_count;
-    x->cpu = ctx->opt->cpu >= 0 ? ctx->opt->cpu : cpu_count > 1 ? cpu_count - 1 : 0;
-    int other = cpu_count > 1 ? (x->cpu + 1) % cpu_count : -1;
+    /* Among the CPUs this process may run on (taskset, cpusets). */
+    x->cpu = ctx->opt->cpu >= 0 ? ctx->opt->cpu
+                                : rtb_cpu_allowed_at(ctx->port, rtb_cpus_allowed(ctx->port) - 1);
+    int other = rtb_cpu_other(ctx->port, x->cpu);
     char extra[48] = "";
     int64_t skew = RTB_INJECT_VALUE(RTB_INJ_STIM_SKEW);
     if (skew)
