@@ -8,6 +8,7 @@
  * the hypervisor): a sample of `noise`, with when it began in `noise_at`.
  * The self-test (`blocker_us`) makes noise of a known length: a thread of
  * higher priority on the same CPU that holds it `blocker_count` times. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,6 +73,11 @@ static void poll_main(void *arg)
     poller *p = arg;
     if (!p->threshold)
         p->threshold = auto_threshold(p);
+    /* Where the polling begins in the kernel trace (--trace): the host
+     * names each gap's source from there (rtbench/trace/noise.py). */
+    char mark[48];
+    snprintf(mark, sizeof mark, "rtbench noise-os cpu=%d\n", p->cpu);
+    rtb_trace_mark(mark);
     rtb_time first = rtb_ts_now(), prev = first;
     while (!atomic_load_explicit(&p->ctx->stop, memory_order_relaxed)) {
         rtb_time now = rtb_ts_now(), d = now - prev;

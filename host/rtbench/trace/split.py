@@ -26,6 +26,7 @@ from rtbench.analysis import stalls
 from rtbench.model import CaseResult, Check, Point, Run, Series
 from rtbench.model import Warning as RunWarning
 from rtbench.trace.formats import FormatError
+from rtbench.trace.noise import name_noise
 from rtbench.trace.pairing import FIELDS, Interval, Pairing, Wakeup, Window, pair
 from rtbench.trace.ringbuf import RingBufferError
 from rtbench.trace.tracefs import Capture
@@ -128,6 +129,7 @@ def add_kernel_split(run: Run, capture: Capture) -> Pairing | None:
         run.warnings.append(RunWarning("trace", f"the kernel trace could not be decoded: {e}"))
         return None
     split_cases(run, pairing, capture, cpu)
+    name_noise(run, capture)
     return pairing
 
 

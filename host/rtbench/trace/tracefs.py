@@ -59,9 +59,12 @@ EVENTS: tuple[str, ...] = (
     "sched:sched_waking",
     "sched:sched_switch",
     "sched:sched_process_fork",
+    # NOISE-OS's gaps are named from them too (rtbench/trace/noise.py).
+    "irq:softirq_entry",
+    "irq:softirq_exit",
 )
-# The flight recorder (`--break`) adds softirqs, for the spike's attribution.
-FLIGHT_EVENTS: tuple[str, ...] = (*EVENTS, "irq:softirq_entry", "irq:softirq_exit")
+# The flight recorder (`--break`): the same, for the spike's attribution.
+FLIGHT_EVENTS: tuple[str, ...] = EVENTS
 # The flight recorder's clock: `mono` first, the clock of the agent's
 # schedule (rtb_clock_now, CLOCK_MONOTONIC), so that the planned release
 # the break marker gives (`since`) is exact in trace time; against mono_raw
