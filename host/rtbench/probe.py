@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rtbench import __version__, probe_cpu
+from rtbench import __version__, probe_cpu, probe_system
 
 # Bumped when a key changes meaning, so stored runs can be read correctly later.
 PROBE_SCHEMA = 1
@@ -493,6 +493,9 @@ _ITEMS: tuple[tuple[str, Callable[[Path], Any]], ...] = (
     ("cpuidle", probe_cpu.cpuidle),
     ("irq_affinity", probe_cpu.irq_affinity),
     ("smi", probe_cpu.smi_count),
+    ("dmi", probe_system.dmi),
+    ("kernel_config", probe_system.kernel_config),
+    ("services", probe_system.services),
     ("python_version", _python_version),
     ("rtbench_version", _rtbench_version),
 )

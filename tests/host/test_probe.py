@@ -221,6 +221,9 @@ def test_rt_box(tmp_path: Path) -> None:
                 "default_mask": "3",
             },
             "smi": None,
+            "dmi": None,
+            "kernel_config": None,
+            "services": None,
         }
     )
     assert set(machine) == set(PROBE_KEYS)
@@ -285,6 +288,9 @@ def test_vm_without_cpufreq_with_throttling(tmp_path: Path) -> None:
             "cpuidle": {"driver": None, "governor": None, "states": [], "pm_qos": False},
             "irq_affinity": None,
             "smi": None,
+            "dmi": None,
+            "kernel_config": None,
+            "services": None,
         }
     )
 
@@ -508,6 +514,9 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "cpuidle": dict,
     "irq_affinity": dict,
     "smi": dict,
+    "dmi": dict,
+    "kernel_config": dict,
+    "services": dict,
     "python_version": str,
     "rtbench_version": str,
     "probe_errors": dict,
