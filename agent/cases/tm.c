@@ -10,7 +10,8 @@ static uint64_t total(tm *t, int n)
     return s;
 }
 
-rtb_result tm_run(rtb_ctx *ctx, tm *t, const rtb_thread_attr *attrs, rtb_thread_fn fn, int n)
+static rtb_result tm_run(rtb_ctx *ctx, tm *t, const rtb_thread_attr *attrs, rtb_thread_fn fn,
+                         int n)
 {
     rtb_time window = rtb_param(ctx, "window_ms") * 1000000;
     int64_t windows = rtb_param(ctx, "duration_ms") * 1000000 / window;
@@ -79,6 +80,33 @@ bool tm_even(rtb_ctx *ctx, tm *t, int n, uint64_t spread, const char *what)
     return hi - lo <= spread;
 }
 
+rtb_result tm_one(rtb_ctx *ctx, const tm_spec *spec)
+{
+    if (spec->n < 1 || spec->n > TM_MAX_WORKERS) {
+        rtb_emit_check_error(ctx, "threads", "%d workers: 1..%d", spec->n, TM_MAX_WORKERS);
+        return RTB_ERROR;
+    }
+    tm *t = rtb_mem_calloc(1, sizeof *t);
+    if (!t) {
+        rtb_emit_check_error(ctx, "buffer", "no memory");
+        return RTB_ERROR;
+    }
+    t->ctx = ctx;
+    t->arg = spec->arg;
+    t->unblock = spec->unblock;
+    rtb_thread_attr a[TM_MAX_WORKERS];
+    for (int i = 0; i < spec->n; i++)
+        a[i] = rtb_attr(ctx, spec->names ? spec->names[i] : spec->name, i * spec->prio_step);
+    rtb_result r = tm_run(ctx, t, a, spec->fn, spec->n);
+    if (r == RTB_PASSED && spec->after)
+        r = spec->after(ctx, t);
+    uint64_t spread = spec->spread + spec->spread_per_window * (uint64_t)t->windows;
+    if (r == RTB_PASSED && spread && !tm_even(ctx, t, spec->n, spread, spec->what))
+        r = RTB_FAILED;
+    rtb_mem_free(t);
+    return r;
+}
+
 static void irq_handler(void *arg) { rtb_sem_give_isr(&((tm_irq *)arg)->sem); }
 
 static void irq_unblock(tm *t) { rtb_sem_give(&((tm_irq *)t->arg)->sem); }
@@ -89,32 +117,31 @@ bool tm_irq_open(tm_irq *o)
     return o->status == RTB_OK;
 }
 
-rtb_result tm_irq_case(rtb_ctx *ctx, const rtb_thread_attr *attrs, rtb_thread_fn fn, int n,
-                       uint64_t spread, const char *what)
+static rtb_result irq_after(rtb_ctx *ctx, tm *t)
 {
-    tm *t = rtb_mem_calloc(1, sizeof *t);
+    const tm_irq *o = t->arg;
+    if (o->status == RTB_OK)
+        return RTB_PASSED;
+    rtb_emit_check_error(ctx, "event", "no event source (status %d)", o->status);
+    return RTB_ERROR;
+}
+
+rtb_result tm_irq_one(rtb_ctx *ctx, tm_spec spec)
+{
     tm_irq *o = rtb_mem_calloc(1, sizeof *o);
-    if (!t || !o || rtb_sem_create(&o->sem, 0) != RTB_OK) {
+    if (!o || rtb_sem_create(&o->sem, 0) != RTB_OK) {
         rtb_mem_free(o);
-        rtb_mem_free(t);
         rtb_emit_check_error(ctx, "setup", "no memory or no semaphore");
         return RTB_ERROR;
     }
     o->status = RTB_EFAIL;
-    t->ctx = ctx;
-    t->arg = o;
-    t->unblock = irq_unblock;
-    rtb_result r = tm_run(ctx, t, attrs, fn, n);
-    if (r == RTB_PASSED && o->status != RTB_OK) {
-        rtb_emit_check_error(ctx, "event", "no event source (status %d)", o->status);
-        r = RTB_ERROR;
-    }
-    if (r == RTB_PASSED && spread && !tm_even(ctx, t, n, spread, what))
-        r = RTB_FAILED;
+    spec.arg = o;
+    spec.unblock = irq_unblock;
+    spec.after = irq_after;
+    rtb_result r = tm_one(ctx, &spec);
     if (o->status == RTB_OK)
         rtb_event_delete(&o->ev);
     rtb_sem_delete(&o->sem);
     rtb_mem_free(o);
-    rtb_mem_free(t);
     return r;
 }

@@ -46,9 +46,26 @@ static inline void tm_count(tm_worker *w)
     atomic_fetch_add_explicit(&w->t->count[w->i], 1, memory_order_relaxed);
 }
 
-/* Starts `n` workers running `fn` (worker i at attrs[i], its argument
- * &t->w[i]), records the score windows, stops and joins them. */
-rtb_result tm_run(rtb_ctx *ctx, tm *t, const rtb_thread_attr *attrs, rtb_thread_fn fn, int n);
+/* One TM case, start to end: the monitor, `n` workers running `fn` (worker
+ * i named names[i] or `name`, at rtb_attr's priority offset i * prio_step,
+ * its argument &t->w[i]), the score windows, the stop and the join. */
+typedef struct tm_spec {
+    rtb_thread_fn fn;
+    int n;
+    const char *name;
+    const char *const *names; /* one a worker, or NULL: `name` for all */
+    int prio_step;
+    void *arg;               /* the case's own objects (t->arg) */
+    void (*unblock)(tm *t);  /* after quit: wakes workers blocked in the OS */
+    /* After a run that passed, before the even check: the case's own
+     * verdict on its objects (NULL: none). */
+    rtb_result (*after)(rtb_ctx *ctx, tm *t);
+    /* Thread-Metric's check where the work is shared (tm_even, `what`):
+     * counts within spread + spread_per_window x windows; 0, 0: none. */
+    uint64_t spread, spread_per_window;
+    const char *what;
+} tm_spec;
+rtb_result tm_one(rtb_ctx *ctx, const tm_spec *spec);
 /* Thread-Metric's own check where the work is shared: every worker's count
  * within `spread` of the others (real-time priority only: without it the
  * scheduler's fairness, not the OS's order, decides). */
@@ -64,10 +81,8 @@ typedef struct tm_irq {
 /* In the raising worker: the event, created there so that its handler
  * interrupts that thread; false when the port has none (status says). */
 bool tm_irq_open(tm_irq *o);
-/* A TM case around a tm_irq (the workers' w->t->arg): runs `n` workers,
- * says when the event source was missing, and when `spread` > 0 checks
- * that the workers' counts stay within it (tm_even, `what`). */
-rtb_result tm_irq_case(rtb_ctx *ctx, const rtb_thread_attr *attrs, rtb_thread_fn fn, int n,
-                       uint64_t spread, const char *what);
+/* A TM case around a tm_irq (the workers' w->t->arg, which this sets, with
+ * its unblock): says when the event source was missing. */
+rtb_result tm_irq_one(rtb_ctx *ctx, tm_spec spec);
 
 #endif

@@ -26,16 +26,7 @@ static void worker(void *arg)
 
 static rtb_result run(rtb_ctx *ctx)
 {
-    tm *t = rtb_mem_calloc(1, sizeof *t);
-    if (!t) {
-        rtb_emit_check_error(ctx, "buffer", "no memory");
-        return RTB_ERROR;
-    }
-    t->ctx = ctx;
-    rtb_thread_attr a = rtb_attr(ctx, "tm-basic", 0);
-    rtb_result r = tm_run(ctx, t, &a, worker, 1);
-    rtb_mem_free(t);
-    return r;
+    return tm_one(ctx, &(tm_spec){.fn = worker, .n = 1, .name = "tm-basic"});
 }
 
 const rtb_case rtb_case_tm_basic = {

@@ -19,22 +19,14 @@ static void worker(void *arg)
 
 static rtb_result run(rtb_ctx *ctx)
 {
-    tm *t = rtb_mem_calloc(1, sizeof *t);
-    if (!t) {
-        rtb_emit_check_error(ctx, "buffer", "no memory");
-        return RTB_ERROR;
-    }
-    t->ctx = ctx;
-    rtb_thread_attr a[TM_MAX_WORKERS];
-    for (int i = 0; i < TM_MAX_WORKERS; i++)
-        a[i] = rtb_attr(ctx, "tm-coop", 0);
-    rtb_result r = tm_run(ctx, t, a, worker, TM_MAX_WORKERS);
-    if (r == RTB_PASSED &&
-        !tm_even(ctx, t, TM_MAX_WORKERS, 1 + (uint64_t)t->windows,
-                 "yields rotate in order, one more per preemption by the monitor"))
-        r = RTB_FAILED;
-    rtb_mem_free(t);
-    return r;
+    return tm_one(ctx, &(tm_spec){
+                           .fn = worker,
+                           .n = TM_MAX_WORKERS,
+                           .name = "tm-coop",
+                           .spread = 1,
+                           .spread_per_window = 1,
+                           .what = "yields rotate in order, one more per preemption by the monitor",
+                       });
 }
 
 const rtb_case rtb_case_tm_coop = {

@@ -20,8 +20,7 @@ static void worker(void *arg)
 
 static rtb_result run(rtb_ctx *ctx)
 {
-    rtb_thread_attr a = rtb_attr(ctx, "tm-irq", 0);
-    return tm_irq_case(ctx, &a, worker, 1, 0, NULL);
+    return tm_irq_one(ctx, (tm_spec){.fn = worker, .n = 1, .name = "tm-irq"});
 }
 
 const rtb_case rtb_case_tm_irq = {

@@ -25,8 +25,13 @@ static void worker(void *arg)
 
 static rtb_result run(rtb_ctx *ctx)
 {
-    rtb_thread_attr a[2] = {rtb_attr(ctx, "tm-irq-low", 0), rtb_attr(ctx, "tm-irq-high", 1)};
-    return tm_irq_case(ctx, a, worker, 2, 1, "every interrupt wakes the higher worker");
+    static const char *const names[] = {"tm-irq-low", "tm-irq-high"};
+    return tm_irq_one(ctx, (tm_spec){.fn = worker,
+                                     .n = 2,
+                                     .names = names,
+                                     .prio_step = 1,
+                                     .spread = 1,
+                                     .what = "every interrupt wakes the higher worker"});
 }
 
 const rtb_case rtb_case_tm_irq_pre = {

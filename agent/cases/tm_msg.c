@@ -26,21 +26,15 @@ static void worker(void *arg)
 
 static rtb_result run(rtb_ctx *ctx)
 {
-    tm *t = rtb_mem_calloc(1, sizeof *t);
     rtb_queue *q = rtb_mem_calloc(1, sizeof *q);
-    if (!t || !q || rtb_queue_create(q, MSG, 4) != RTB_OK) {
+    if (!q || rtb_queue_create(q, MSG, 4) != RTB_OK) {
         rtb_mem_free(q);
-        rtb_mem_free(t);
         rtb_emit_check_error(ctx, "setup", "no memory or no queue");
         return RTB_ERROR;
     }
-    t->ctx = ctx;
-    t->arg = q;
-    rtb_thread_attr a = rtb_attr(ctx, "tm-msg", 0);
-    rtb_result r = tm_run(ctx, t, &a, worker, 1);
+    rtb_result r = tm_one(ctx, &(tm_spec){.fn = worker, .n = 1, .name = "tm-msg", .arg = q});
     rtb_queue_delete(q);
     rtb_mem_free(q);
-    rtb_mem_free(t);
     return r;
 }
 

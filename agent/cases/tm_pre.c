@@ -31,11 +31,10 @@ static void worker(void *arg)
 
 static rtb_result run(rtb_ctx *ctx)
 {
-    tm *t = rtb_mem_calloc(1, sizeof *t);
     rtb_sem *s = rtb_mem_calloc(TM_MAX_WORKERS, sizeof *s);
     int made = 1; /* s[0] is never used */
     rtb_result r = RTB_ERROR;
-    if (!t || !s) {
+    if (!s) {
         rtb_emit_check_error(ctx, "buffer", "no memory");
         goto out;
     }
@@ -45,20 +44,18 @@ static rtb_result run(rtb_ctx *ctx)
         rtb_emit_check_error(ctx, "setup", "no semaphore");
         goto out;
     }
-    t->ctx = ctx;
-    t->arg = s;
-    t->unblock = unblock;
-    rtb_thread_attr a[TM_MAX_WORKERS];
-    for (int i = 0; i < TM_MAX_WORKERS; i++)
-        a[i] = rtb_attr(ctx, "tm-pre", i);
-    r = tm_run(ctx, t, a, worker, TM_MAX_WORKERS);
-    if (r == RTB_PASSED && !tm_even(ctx, t, TM_MAX_WORKERS, 1, "each round wakes all five"))
-        r = RTB_FAILED;
+    r = tm_one(ctx, &(tm_spec){.fn = worker,
+                               .n = TM_MAX_WORKERS,
+                               .name = "tm-pre",
+                               .prio_step = 1,
+                               .arg = s,
+                               .unblock = unblock,
+                               .spread = 1,
+                               .what = "each round wakes all five"});
 out:
     while (--made > 0)
         rtb_sem_delete(&s[made]);
     rtb_mem_free(s);
-    rtb_mem_free(t);
     return r;
 }
 

@@ -19,21 +19,15 @@ static void worker(void *arg)
 
 static rtb_result run(rtb_ctx *ctx)
 {
-    tm *t = rtb_mem_calloc(1, sizeof *t);
     rtb_sem *s = rtb_mem_calloc(1, sizeof *s);
-    if (!t || !s || rtb_sem_create(s, 1) != RTB_OK) {
+    if (!s || rtb_sem_create(s, 1) != RTB_OK) {
         rtb_mem_free(s);
-        rtb_mem_free(t);
         rtb_emit_check_error(ctx, "setup", "no memory or no semaphore");
         return RTB_ERROR;
     }
-    t->ctx = ctx;
-    t->arg = s;
-    rtb_thread_attr a = rtb_attr(ctx, "tm-sync", 0);
-    rtb_result r = tm_run(ctx, t, &a, worker, 1);
+    rtb_result r = tm_one(ctx, &(tm_spec){.fn = worker, .n = 1, .name = "tm-sync", .arg = s});
     rtb_sem_delete(s);
     rtb_mem_free(s);
-    rtb_mem_free(t);
     return r;
 }
 
