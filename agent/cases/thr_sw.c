@@ -25,7 +25,7 @@ static const rtb_param_def params[] = {
  * sample. */
 typedef struct sw_log {
     rtb_ctx *ctx;
-    rtb_time *ts;
+    rtb_stamp *ts; /* ticks (rtb_stamp_now), converted when analysed */
     uint32_t *who;
     size_t cap;
     atomic_size_t pos;
@@ -64,7 +64,7 @@ static void worker(void *arg)
          * measured. */
         rtb_thread_yield();
         while (!stopped(log)) {
-            rtb_time t = rtb_ts_now();
+            rtb_stamp t = rtb_stamp_now();
             size_t i = atomic_fetch_add_explicit(&log->pos, 1, memory_order_relaxed);
             if (i >= log->cap)
                 break;
@@ -106,7 +106,7 @@ static void analyse(const sw_log *log, size_t n, rtb_series *s, sw_tally *t)
             t->out_of_turn++;
             continue;
         }
-        rtb_series_push(s, log->ts[i + 1] - log->ts[i]);
+        rtb_series_push(s, rtb_stamp_ns(log->ts[i + 1] - log->ts[i]));
     }
     /* Periodicity alone would accept a subset of threads taking turns. */
     memset(log->seen, 0, threads * sizeof *log->seen);

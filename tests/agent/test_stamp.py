@@ -81,3 +81,26 @@ def test_a_tsc_that_is_not_invariant_falls_back_and_says_so(
     fake.write_text("flags\t\t: fpu tsc constant_tsc nonstop_tsc\n")
     stamp = run_agent(test_agent, ["CAL-REF:repeats=10"]).run.hello["clock"]["stamp"]
     assert stamp["source"] == "rdtsc" and "invariant" in stamp["reason"]
+
+
+D = 200_000  # ns: op_delay busy-waits this long inside each timed call
+
+
+@pytest.mark.parametrize("counter", ["tsc", "fallback"])
+def test_a_known_delay_reads_in_ns_whatever_stamps_it(
+    test_agent: Path, run_agent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counter: str  # type: ignore[no-untyped-def]
+) -> None:
+    """Ticks left unconverted would read 2-3x the delay at a GHz counter."""
+    if counter == "fallback":
+        fake = tmp_path / "cpuinfo"
+        fake.write_text("flags\t\t: fpu tsc\n")
+        monkeypatch.setenv("RTB_TEST_CPUINFO", str(fake))
+    r = run_agent(test_agent, ["--inject", f"op_delay={D}", "SEM-ARN:iterations=30"])
+    stamp = r.run.hello["clock"]["stamp"]
+    if counter == "fallback":
+        assert stamp["hz"] == 10**9
+    case = r.run.case("SEM-ARN")
+    assert case is not None, r.stderr
+    give = case.find("give")
+    assert give is not None and give.min is not None
+    assert D <= give.min < 2 * D, (stamp, give.min)
