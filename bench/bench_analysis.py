@@ -49,7 +49,7 @@ from rtbench.analysis.stats import (
     scipy_stats,
     series_stats,
 )
-from rtbench.build import BuildError, ensure_agent
+from rtbench.machine.build import BuildError, ensure_agent
 from rtbench.model import Run
 from rtbench.store import Store
 from rtbench.stream import assemble, parse_file

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from rtbench.build import BuildError, ensure_agent
+from rtbench.machine.build import BuildError, ensure_agent
 from rtbench.model import Run
 from rtbench.store import Store, decode_samples, encode_samples
 from rtbench.stream import assemble, parse_file

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from rtbench.build import BuildError, ensure_agent
+from rtbench.machine.build import BuildError, ensure_agent
 from rtbench.stream import assemble, parse_file
 
 STAMP_GOAL = 1.5  # stamp-and-record / bare read

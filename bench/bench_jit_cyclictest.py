@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rtbench.build import BuildError, ensure_agent
 from rtbench.io.cyclictest import CyclictestError, read_cyclictest
+from rtbench.machine.build import BuildError, ensure_agent
 from rtbench.stream import load_run
 
 GOAL = 0.25  # |rtbench p50 / cyclictest p50 - 1|

@@ -27,7 +27,7 @@ import statistics
 import sys
 from typing import Any
 
-from rtbench.session import collect
+from rtbench.run.session import collect
 from rtbench.targets import TargetError, kernels, resolve
 from rtbench.targets.qemu import QemuTarget
 from rtbench.transports import TransportError

@@ -40,9 +40,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rtbench.build import BuildError, KernelUnavailable, ensure_firmware
-from rtbench.measure import measure, plan_for
-from rtbench.suites import SUITES, Planned
+from rtbench.machine.build import BuildError, KernelUnavailable, ensure_firmware
+from rtbench.run.measure import measure, plan_for
+from rtbench.run.suites import SUITES, Planned
 from rtbench.targets import resolve
 from rtbench.targets.qemu_board import BoardTarget
 from rtbench.transports import TransportError

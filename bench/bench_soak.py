@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rtbench.build import ensure_agent
+from rtbench.machine.build import ensure_agent
 from rtbench.stream import parse_lines
 
 

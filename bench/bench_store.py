@@ -55,7 +55,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from rtbench.measure import read_stream  # noqa: E402
+from rtbench.run.measure import read_stream  # noqa: E402
 from rtbench.store import Store, encode_samples  # noqa: E402
 
 LIST_GOAL_S = 1.0

@@ -19,9 +19,9 @@ import subprocess
 import sys
 
 from rtbench import catalogue
-from rtbench.build import ensure_agent
+from rtbench.machine.build import ensure_agent
+from rtbench.run.suites import select
 from rtbench.stream import StreamParser
-from rtbench.suites import select
 
 GOAL_BYTES = 200_000
 BAUD = 115_200

@@ -22,7 +22,7 @@ import pytest
 import tools
 from stores import StoreAt
 
-from rtbench.build import ensure_agent
+from rtbench.machine.build import ensure_agent
 from rtbench.model import Run
 from rtbench.stream import ParseResult, assemble, parse_lines
 
@@ -86,7 +86,7 @@ def private_state(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The user's state directory (fallback journals, the done list of
-    rtbench.journal) of this test alone, never the real user's."""
+    rtbench.run.journal) of this test alone, never the real user's."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
 
 

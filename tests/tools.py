@@ -21,7 +21,7 @@ from typing import NoReturn
 
 import pytest
 
-from rtbench.build import Flavor, KernelUnavailable, ensure_firmware
+from rtbench.machine.build import Flavor, KernelUnavailable, ensure_firmware
 from rtbench.targets import kernels
 
 LIST = Path(__file__).resolve().parents[1] / "scripts" / "system-packages.txt"

@@ -4,7 +4,7 @@ Exit codes follow the three outcomes: 0 passed, 1 failed (a check or a
 case failed), 2 error (bad input, a broken stream, a case that could not
 measure, a run that could not be stored or a file that could not be
 written, an internal error: `rtbench.errors`). Ctrl-C, SIGTERM and SIGHUP
-store what was measured and exit 130, 143 and 129 (`rtbench.measure`).
+store what was measured and exit 130, 143 and 129 (`rtbench.run.measure`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from rtbench import __version__, catalogue, doctor, errors, ports, probe
-from rtbench.build import ARCHES, BuildError, Flavor, agent_source, ensure_agent, ensure_firmware
+from rtbench import __version__, catalogue, errors, ports
 from rtbench.commands.common import (
     busy,
     configure_output,
@@ -30,6 +29,15 @@ from rtbench.commands.common import (
     out,
     print_data,
     say,
+)
+from rtbench.machine import doctor, probe
+from rtbench.machine.build import (
+    ARCHES,
+    BuildError,
+    Flavor,
+    agent_source,
+    ensure_agent,
+    ensure_firmware,
 )
 from rtbench.store import StoreError, default_store_path
 

@@ -1,7 +1,7 @@
 """The host's data model: run -> case -> series (+ checks, warnings).
 
 Plain typed dataclasses. Constructors never probe the machine or read files;
-probing is `rtbench.probe`, parsing is `rtbench.stream`, storage is
+probing is `rtbench.machine.probe`, parsing is `rtbench.stream`, storage is
 `rtbench.store`.
 """
 
@@ -191,7 +191,7 @@ class Run:
     started_at: str = ""  # ISO 8601 UTC
     target: str = "local"
     labels: dict[str, str] = field(default_factory=dict)
-    machine: dict[str, Any] = field(default_factory=dict)  # rtbench.probe output
+    machine: dict[str, Any] = field(default_factory=dict)  # rtbench.machine.probe output
     source: str = ""  # how the stream arrived: "run", "ingest FILE"
     # The run's identity (rtbench.identity): made when it starts, carried by
     # its hello, journal, store row and exports; "" until one is known.

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import tools
 
-from rtbench.build import ARCHES, agent_digest, agent_source, build_dir, ensure_agent
 from rtbench.catalogue import parse_list, posix_cases
+from rtbench.machine.build import ARCHES, agent_digest, agent_source, build_dir, ensure_agent
 from rtbench.stream import assemble, parse_lines
 
 AARCH64 = ARCHES["aarch64"]

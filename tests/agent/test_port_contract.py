@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import tools
 
-from rtbench.build import agent_source
+from rtbench.machine.build import agent_source
 
 Runner = Callable[..., Any]  # conftest's run_agent -> AgentResult
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from helpers import rtbench
 
-from rtbench.ab import ConfigError, PreemptSwitch, merge_series, parse_config
+from rtbench.experiments.ab import ConfigError, PreemptSwitch, merge_series, parse_config
 from rtbench.model import Histogram, Series
 from rtbench.store import Store
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rtbench.campaign import LABEL_CAMPAIGN, LABEL_CELL
+from rtbench.experiments.campaign import LABEL_CAMPAIGN, LABEL_CELL
 from rtbench.store import Store
 
 pytestmark = pytest.mark.e2e

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from helpers import rtbench
 
-from rtbench.journal import journal_dir
+from rtbench.run.journal import journal_dir
 from rtbench.store import Store
 from rtbench.stream import parse_lines
 from rtbench.stream.assemble import END_LOST, ENDED_INSIDE

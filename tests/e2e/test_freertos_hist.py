@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import tools
 
-from rtbench.measure import measure, plan_for
 from rtbench.model import Series
+from rtbench.run.measure import measure, plan_for
 from rtbench.targets import resolve
 from rtbench.targets.qemu_board import BoardTarget
 

@@ -23,9 +23,9 @@ import pytest
 from helpers import NOBODY, rtbench
 from stores import StoreAt
 
-from rtbench.journal import Journal, fallback_dirs, journal_dir
-from rtbench.measure import Plan, measure, read_stream, store_run
-from rtbench.recovery import recover
+from rtbench.run.journal import Journal, fallback_dirs, journal_dir
+from rtbench.run.measure import Plan, measure, read_stream, store_run
+from rtbench.run.recovery import recover
 from rtbench.store import Store, StoreLocation, locate
 from rtbench.transports import ReplayTransport
 

@@ -94,7 +94,7 @@ def user_env(installed: Path, tmp_path: Path) -> dict[str, str]:
 
 
 def test_installed_package_carries_the_agent_sources(installed: Path) -> None:
-    code = "import rtbench.build as b; print(b.__file__); print(b.agent_source())"
+    code = "import rtbench.machine.build as b; print(b.__file__); print(b.agent_source())"
     p = _check([str(installed / "python"), "-c", code], cwd="/")
     module, agent = p.stdout.split()
     assert module.startswith(str(installed.parent)), "rtbench imported from outside the venv"

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rtbench.measure import measure, plan_for
 from rtbench.model import CaseResult
+from rtbench.run.measure import measure, plan_for
 from rtbench.targets import resolve
 from rtbench.targets.qemu_board import BoardTarget
 

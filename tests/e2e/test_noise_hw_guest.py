@@ -18,7 +18,7 @@ import time
 import pytest
 
 from rtbench.model import CaseResult
-from rtbench.session import collect
+from rtbench.run.session import collect
 from rtbench.stream.parser import Record
 from rtbench.targets import resolve
 from rtbench.targets.qemu import QemuTarget

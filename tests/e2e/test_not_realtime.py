@@ -18,7 +18,7 @@ from helpers import drop_privileges, public_copy
 from rich.console import Console
 
 from rtbench.reports.terminal import render_run
-from rtbench.session import collect
+from rtbench.run.session import collect
 from rtbench.transports import LocalTransport
 
 CASES = [

@@ -1,5 +1,5 @@
 """Issue 23: `run`, `ab` and `campaign` fill one agent request
-(`rtbench.request.AgentRequest`), so the same request reaches the agent
+(`rtbench.run.request.AgentRequest`), so the same request reaches the agent
 the same way from each: the options the agent says it used (its hello's
 `params`) and the cases' settings (their series' points) are the same in
 the three stored runs."""

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 import tools
 
-from rtbench.build import ensure_firmware, kernel_sources
-from rtbench.measure import measure, plan_for
+from rtbench.machine.build import ensure_firmware, kernel_sources
 from rtbench.model import Run
+from rtbench.run.measure import measure, plan_for
 from rtbench.targets import resolve
 from rtbench.targets.qemu_board import BoardTarget
 

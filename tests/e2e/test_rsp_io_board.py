@@ -18,8 +18,8 @@ import pytest
 import tools
 
 from rtbench import identity
-from rtbench.measure import measure, plan_for
 from rtbench.model import CaseResult, Run
+from rtbench.run.measure import measure, plan_for
 from rtbench.targets import resolve
 from rtbench.targets.qemu_board import BoardTarget
 

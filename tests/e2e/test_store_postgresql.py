@@ -14,7 +14,7 @@ import pytest
 from helpers import free_port
 from pgserver import PostgresServer
 
-from rtbench.campaign import LABEL_CAMPAIGN, LABEL_CELL
+from rtbench.experiments.campaign import LABEL_CAMPAIGN, LABEL_CELL
 from rtbench.store import Store
 
 from .test_analysis_cli import stream

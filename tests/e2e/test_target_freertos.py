@@ -21,14 +21,14 @@ from rich.console import Console
 
 from rtbench import identity
 from rtbench.analysis.compare import compare_runs
-from rtbench.build import ensure_agent
 from rtbench.commands.analysis import _units
-from rtbench.measure import measure, plan_for
+from rtbench.machine.build import ensure_agent
 from rtbench.model import Run
 from rtbench.reports.comparison import comparison_view
 from rtbench.reports.figures import comparison_table
 from rtbench.reports.tables import print_table
-from rtbench.suites import SUITES, Planned
+from rtbench.run.measure import measure, plan_for
+from rtbench.run.suites import SUITES, Planned
 from rtbench.targets import resolve
 from rtbench.targets.local import LocalTarget
 from rtbench.targets.qemu_board import BoardTarget, BoardTransport

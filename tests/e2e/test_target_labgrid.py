@@ -20,7 +20,7 @@ import pytest
 import tools
 from stores import StoreAt
 
-from rtbench.campaign import LABEL_CAMPAIGN, LABEL_CELL
+from rtbench.experiments.campaign import LABEL_CAMPAIGN, LABEL_CELL
 from rtbench.outcomes import EXIT
 from rtbench.store import Store
 from rtbench.targets import kernels

@@ -20,12 +20,12 @@ import pytest
 import tools
 
 from rtbench.model import Run
-from rtbench.session import Interrupted, Progress, collect
+from rtbench.run.session import Interrupted, Progress, collect
 from rtbench.store import Store
 from rtbench.stream import Record
 from rtbench.targets import kernels, resolve
 from rtbench.targets.qemu import QemuTarget, probe_kvm
-from rtbench.targets.qemu_transport import QemuTransport
+from rtbench.transports.qemu import QemuTransport
 
 pytestmark = pytest.mark.tools(*tools.qemu_guest())
 

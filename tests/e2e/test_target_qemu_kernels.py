@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import tools
 
-from rtbench.build import ensure_agent
+from rtbench.machine.build import ensure_agent
 from rtbench.model import Run
-from rtbench.session import collect
+from rtbench.run.session import collect
 from rtbench.store import Store
 from rtbench.targets import guest_trace, kernels, resolve
 from rtbench.targets.qemu import QemuTarget

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from rtbench.model import Run
-from rtbench.session import collect
+from rtbench.run.session import collect
 from rtbench.stream import parse_file, parse_lines
 from rtbench.targets import resolve
 from rtbench.targets.serial import SerialTarget

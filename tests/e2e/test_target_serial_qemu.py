@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 import tools
 
-from rtbench.session import Progress, collect
+from rtbench.run.session import Progress, collect
 from rtbench.stream import Record
 from rtbench.targets import initramfs, resolve
 from rtbench.targets.qemu import QemuTarget, find_qemu
-from rtbench.targets.qemu_transport import Launch, die_with_parent
 from rtbench.targets.serial import SerialTarget
+from rtbench.transports.qemu import Launch, die_with_parent
 
 pytestmark = pytest.mark.tools(*tools.qemu_guest())
 

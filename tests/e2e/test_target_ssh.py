@@ -27,7 +27,7 @@ import pytest
 from helpers import die_with_parent, free_port, rtbench
 
 from rtbench.model import Run
-from rtbench.session import collect
+from rtbench.run.session import collect
 from rtbench.store import Store
 from rtbench.targets import guest_trace, resolve
 from rtbench.targets.ssh import SshTarget

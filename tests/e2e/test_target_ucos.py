@@ -15,9 +15,9 @@ import pytest
 import tools
 
 from rtbench import catalogue, identity
-from rtbench.measure import measure, plan_for
 from rtbench.model import Run
-from rtbench.suites import SUITES, Planned
+from rtbench.run.measure import measure, plan_for
+from rtbench.run.suites import SUITES, Planned
 from rtbench.targets import resolve
 from rtbench.targets.qemu_board import BoardTarget, BoardTransport
 

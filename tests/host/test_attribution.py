@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rtbench.measure import read_stream
+from rtbench.run.measure import read_stream
 from rtbench.trace.attribution import Spike, Task, attribute, explain_breaks, sections
 from rtbench.trace.ringbuf import Event
 from rtbench.trace.tracefs import Capture

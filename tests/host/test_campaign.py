@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rtbench.campaign import (
+from rtbench.experiments.campaign import (
     LABEL_CELL,
     CampaignError,
     group_runs,

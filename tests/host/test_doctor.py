@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from rtbench.doctor import (
+from rtbench.machine.doctor import (
     CHECKS,
     Finding,
     doctor_exit_code,
     render_findings,
     run_doctor,
 )
-from rtbench.probe import UNLIMITED, probe_privileges
+from rtbench.machine.probe import UNLIMITED, probe_privileges
 
 NOBODY = 65534
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from test_probe import make_tree
 
-from rtbench.doctor_cpu import check_c_states, check_irq_affinity, check_smi
-from rtbench.probe_cpu import MSR_SMI_COUNT, cpuidle, irq_affinity, smi_count
+from rtbench.machine.doctor_cpu import check_c_states, check_irq_affinity, check_smi
+from rtbench.machine.probe_cpu import MSR_SMI_COUNT, cpuidle, irq_affinity, smi_count
 
 CPU = "sys/devices/system/cpu"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import rtbench.doctor
+import rtbench.machine.doctor
 from rtbench.cli import main
 from rtbench.store import StoreError
 
@@ -29,7 +29,7 @@ def _doctor_raising(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> None
     def boom(*args: object, **kwargs: object) -> None:
         raise exc
 
-    monkeypatch.setattr(rtbench.doctor, "run_doctor", boom)
+    monkeypatch.setattr(rtbench.machine.doctor, "run_doctor", boom)
 
 
 def test_an_internal_error_exits_2_and_names_its_saved_traceback(

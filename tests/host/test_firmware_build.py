@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from rtbench import ports
-from rtbench.build import BuildError, KernelUnavailable, agent_source, ensure_firmware
-from rtbench.request import AgentRequest
+from rtbench.machine.build import BuildError, KernelUnavailable, agent_source, ensure_firmware
+from rtbench.run.request import AgentRequest
 from rtbench.targets import TargetError, resolve
 from rtbench.targets.qemu_board import BoardTarget, board_specs, semihosting_args
 
@@ -159,7 +159,7 @@ def test_the_kernel_digest_is_its_content_not_its_path(tmp_path: Path) -> None:
 
 
 def test_the_three_kernel_campaign_names_every_rtos_port_on_one_board() -> None:
-    from rtbench.campaign import load_campaign
+    from rtbench.experiments.campaign import load_campaign
 
     c = load_campaign(Path(__file__).resolve().parents[2] / "examples" / "rtos-mps2.toml")
     targets = [resolve(t.spec) for t in c.targets]

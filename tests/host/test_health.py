@@ -55,8 +55,8 @@ def test_two_that_disagree_are_both_kept_and_said() -> None:
 
 
 def test_a_campaign_column_pools_without_the_odd_repetition() -> None:
-    from rtbench.campaign import LABEL_CELL, parse_campaign
     from rtbench.commands.campaign import _pooled
+    from rtbench.experiments.campaign import LABEL_CELL, parse_campaign
 
     doc = {
         "campaign": {"name": "c", "cases": ["CAL-TIMER"], "loads": ["none"], "repetitions": 3},

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rtbench.targets import kernels
-from rtbench.targets.qemu_transport import GUESTS
+from rtbench.transports.qemu import GUESTS
 
 
 def _config(tmp_path: Path, *lines: str) -> Path:

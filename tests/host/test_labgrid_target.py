@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rtbench.campaign import parse_campaign
-from rtbench.campaign_run import lane_cells, parallel
+from rtbench.experiments.campaign import parse_campaign
+from rtbench.experiments.campaign_run import lane_cells, parallel
 from rtbench.targets import TargetError, resolve
 from rtbench.targets.labgrid import LabgridTarget, _role_for
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from rtbench.io.atomic import AtomicSink, OutputError, atomic_text, write_text
-from rtbench.journal import Journal, candidates, claimed, journal_dir, read_header
-from rtbench.measure import StopSignals, read_stream
 from rtbench.model import Run
+from rtbench.run.journal import Journal, candidates, claimed, journal_dir, read_header
+from rtbench.run.measure import StopSignals, read_stream
 from rtbench.stream import StreamWriter, default_hello
 
 HOST = {

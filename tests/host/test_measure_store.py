@@ -1,4 +1,4 @@
-"""Issue 23: one measure-and-store (`rtbench.measure_store`) for run, ab
+"""Issue 23: one measure-and-store (`rtbench.run.measure_store`) for run, ab
 and campaign, and one rule from outcome to exit status (`rtbench.outcomes`,
 docs/outcomes.md): what happened to a run decides its exit status the
 same way whichever command measured it."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rtbench.measure import Plan
-from rtbench.measure_store import measure_and_store
 from rtbench.outcomes import EXIT, exit_code, outcome_of_exit
+from rtbench.run.measure import Plan
+from rtbench.run.measure_store import measure_and_store
 from rtbench.store import locate
 from rtbench.transports import ReplayTransport
 

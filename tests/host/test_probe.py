@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 import rtbench
-from rtbench import probe
-from rtbench.doctor import doctor_exit_code, run_doctor
-from rtbench.probe import (
+from rtbench.machine import probe
+from rtbench.machine.doctor import doctor_exit_code, run_doctor
+from rtbench.machine.probe import (
     PROBE_KEYS,
     format_cpulist,
     parse_cpulist,
@@ -585,7 +585,7 @@ def test_import_does_not_probe() -> None:
             ):
                 seen.append(args[0])
         sys.addaudithook(hook)
-        import rtbench.probe, rtbench.doctor
+        import rtbench.machine.probe, rtbench.machine.doctor
         print(repr(seen))
         """
     )

@@ -1,4 +1,4 @@
-"""The system report (rtbench.probe_system) by known answers on fake /proc
+"""The system report (rtbench.machine.probe_system) by known answers on fake /proc
 and /sys trees: the firmware's DMI strings, the kernel configuration's
 preemption model, HZ, default governor and latency-relevant options (from
 /proc/config.gz, else /boot/config-<release>), and the services systemd
@@ -11,8 +11,8 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from rtbench.probe import probe_machine
-from rtbench.probe_system import RELEVANT_OPTIONS, dmi, kernel_config, services
+from rtbench.machine.probe import probe_machine
+from rtbench.machine.probe_system import RELEVANT_OPTIONS, dmi, kernel_config, services
 from rtbench.reports.content import flatten
 
 CONFIG = """\

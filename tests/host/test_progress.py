@@ -12,7 +12,7 @@ from rich.console import Console
 
 from rtbench.reports import progress as prog
 from rtbench.reports.progress import RunProgress, expected_s
-from rtbench.suites import SUITES
+from rtbench.run.suites import SUITES
 
 
 @dataclass

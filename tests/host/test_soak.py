@@ -1,5 +1,5 @@
 """Soak options and the `progress` and `break` records on the host
-(rtbench.soak, rtbench.reports.live, the schema and the assembler)."""
+(rtbench.run.soak, rtbench.reports.live, the schema and the assembler)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from rtbench import soak
 from rtbench.catalogue import AgentCase
 from rtbench.model import Run
 from rtbench.reports import live
-from rtbench.request import AgentRequest
+from rtbench.run import soak
+from rtbench.run.request import AgentRequest
+from rtbench.run.suites import Planned
 from rtbench.stream import StreamWriter, assemble, parse_lines
-from rtbench.suites import Planned
 
 PROGRESS = {
     "case": "JIT-PER",

@@ -322,7 +322,8 @@ def test_set_labels_replace_and_merge(store: Store) -> None:
 def test_kernel_falls_back_to_the_machine_probe(store: Store) -> None:
     run = simple_run()
     run.hello = {}
-    run.machine = {"kernel_release": "5.15.0-probe", "cpu_count": 2}  # as rtbench.probe writes it
+    # as rtbench.machine.probe writes it
+    run.machine = {"kernel_release": "5.15.0-probe", "cpu_count": 2}
     store.save(run)
     assert store.list_runs()[0].kernel == "5.15.0-probe"
 

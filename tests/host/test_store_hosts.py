@@ -17,9 +17,9 @@ from helpers import free_port
 from pgserver import PostgresServer
 from stores import StoreAt, simple_run, writer_run
 
-from rtbench.journal import Journal, candidates
-from rtbench.measure import Measured, store_run
-from rtbench.recovery import recover
+from rtbench.run.journal import Journal, candidates
+from rtbench.run.measure import Measured, store_run
+from rtbench.run.recovery import recover
 from rtbench.store import Store, StoreBusy, StoreError, locate, schema
 from rtbench.stream import StreamWriter, default_hello
 

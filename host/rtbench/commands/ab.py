@@ -17,18 +17,8 @@ from pathlib import Path
 
 import click
 
-from rtbench.ab import (
-    DEFAULT_INDICATORS,
-    Config,
-    ConfigError,
-    PreemptSwitch,
-    Row,
-    compare,
-    parse_config,
-)
 from rtbench.analysis.compare import ALPHA
 from rtbench.analysis.stats import INDICATORS
-from rtbench.build import BuildError, ensure_agent
 from rtbench.commands.common import (
     busy,
     check_output,
@@ -47,14 +37,24 @@ from rtbench.commands.targets import (
     target_cases,
     target_option,
 )
+from rtbench.experiments.ab import (
+    DEFAULT_INDICATORS,
+    Config,
+    ConfigError,
+    PreemptSwitch,
+    Row,
+    compare,
+    parse_config,
+)
 from rtbench.io.atomic import OutputError, write_text
-from rtbench.measure import Plan, StopSignals, check_args, plan_for
-from rtbench.measure_store import Taken, measure_and_store
+from rtbench.machine.build import BuildError, ensure_agent
 from rtbench.model import Run, worst_outcome
 from rtbench.outcomes import exit_code
 from rtbench.reports.tables import Column, Tabular, print_table
 from rtbench.reports.tables import Row as TRow
-from rtbench.suites import Planned, SelectionError, select
+from rtbench.run.measure import Plan, StopSignals, check_args, plan_for
+from rtbench.run.measure_store import Taken, measure_and_store
+from rtbench.run.suites import Planned, SelectionError, select
 from rtbench.targets import Target
 from rtbench.transports import TransportError
 

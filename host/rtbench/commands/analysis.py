@@ -14,7 +14,6 @@ from rich.table import Table
 from rich.text import Text
 
 from rtbench import identity
-from rtbench.ab import column
 from rtbench.analysis import criteria as crit
 from rtbench.analysis.compare import (
     ALPHA,
@@ -54,6 +53,7 @@ from rtbench.commands.common import (
     print_data,
     say,
 )
+from rtbench.experiments.ab import column
 from rtbench.io.atomic import OutputError, atomic_binary, atomic_text
 from rtbench.io.cyclictest import read_cyclictest
 from rtbench.io.export import read_json, write_csv, write_json

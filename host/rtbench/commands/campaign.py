@@ -1,12 +1,12 @@
 """`rtbench campaign FILE.toml`: the same cases on several targets and loads,
 repeated and interleaved, resumable, ending with one comparison report.
 
-Every cell goes through the one measuring path (`rtbench.measure`), like
+Every cell goes through the one measuring path (`rtbench.run.measure`), like
 `run` and `ab`: journaled as it arrives, stored with the cell's labels.
 Running the same file again runs only the cells not stored yet (or stored
 as an error); `rtbench campaign status FILE` (or `--status`) says which
 cells are done, running, failed or still to run. The cells of a lab's
-places run at once, one lane per place (`rtbench.campaign_run`).
+places run at once, one lane per place (`rtbench.experiments.campaign_run`).
 """
 
 from __future__ import annotations
@@ -19,20 +19,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from rtbench import journal
-from rtbench.ab import failed_runs, pool
 from rtbench.analysis.health import set_apart
-from rtbench.campaign import (
-    LABEL_CAMPAIGN,
-    LABEL_CELL,
-    Campaign,
-    CampaignError,
-    Cell,
-    group_runs,
-    load_campaign,
-    pending,
-)
-from rtbench.campaign_run import CellRunner, lane_cells
 from rtbench.commands.common import (
     check_output,
     err,
@@ -44,12 +31,25 @@ from rtbench.commands.common import (
     store_path,
 )
 from rtbench.commands.targets import target_cases
+from rtbench.experiments.ab import failed_runs, pool
+from rtbench.experiments.campaign import (
+    LABEL_CAMPAIGN,
+    LABEL_CELL,
+    Campaign,
+    CampaignError,
+    Cell,
+    group_runs,
+    load_campaign,
+    pending,
+)
+from rtbench.experiments.campaign_run import CellRunner, lane_cells
 from rtbench.io.atomic import OutputError, write_text
-from rtbench.measure import StopSignals
 from rtbench.model import Run, worst_outcome
 from rtbench.model import Warning as RunWarning
 from rtbench.outcomes import exit_code
-from rtbench.suites import Planned, SelectionError, select
+from rtbench.run import journal
+from rtbench.run.measure import StopSignals
+from rtbench.run.suites import Planned, SelectionError, select
 from rtbench.targets import Target
 
 

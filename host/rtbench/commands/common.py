@@ -146,7 +146,7 @@ def check_store_writable(ctx: click.Context) -> None:
             store.check_writable()
         except StoreBusy as e:
             # Another writer, or a full disk: either may pass by the run's end;
-            # if not, the run is kept as a stream file to ingest (rtbench.measure).
+            # if not, the run is kept as a stream file to ingest (rtbench.run.measure).
             say(f"the store {store.location} cannot take a run now ({e}); measuring all the same")
         except StoreError as e:
             if "full" not in str(e):
@@ -156,13 +156,13 @@ def check_store_writable(ctx: click.Context) -> None:
 
 def open_store(ctx: click.Context, recover: bool = True) -> Store:
     """The store; first, the runs of hosts that died while measuring are
-    stored from their journals (`rtbench.recovery`), said on stderr."""
+    stored from their journals (`rtbench.run.recovery`), said on stderr."""
     try:
         store = Store(ctx.obj["db"])
     except StoreError as e:
         fail(str(e))
     if recover:
-        from rtbench.recovery import recover as recover_journals
+        from rtbench.run.recovery import recover as recover_journals
 
         recover_journals(store, say)
     return store
@@ -180,7 +180,7 @@ def check_output(path: Path) -> None:
 def selection_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """What `run` and `ab` both take: which cases, with which settings, on
     which CPU and priority, by which agent, tagged how."""
-    from rtbench.suites import SUITES  # here: suites is not needed by every command
+    from rtbench.run.suites import SUITES  # here: suites is not needed by every command
 
     for opt in reversed(
         [

@@ -114,9 +114,9 @@ def report(
     loaded = _load(ctx, refs or ("latest",))
     # Runs sharing their labels (but for a repetition's) are one column, the
     # test over its runs (rtbench.analysis.compare), as in `compare`.
-    from rtbench.ab import column
     from rtbench.analysis.compare import NothingInCommon, configurations
     from rtbench.analysis.health import set_apart
+    from rtbench.experiments.ab import column
     from rtbench.model import Warning
 
     members, apart = set_apart(configurations(loaded) if len(loaded) > 1 else [loaded])

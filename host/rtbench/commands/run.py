@@ -1,6 +1,6 @@
 """Commands that measure or take in a stream: run, ingest, recover.
 
-All of them go through `rtbench.measure`, which journals the stream as it
+All of them go through `rtbench.run.measure`, which journals the stream as it
 arrives; `finish` stores, shows, and says what happened to the run.
 """
 
@@ -12,8 +12,6 @@ from pathlib import Path
 
 import click
 
-from rtbench import soak
-from rtbench.build import BuildError, ensure_agent
 from rtbench.commands.common import (
     busy,
     check_output,
@@ -33,16 +31,18 @@ from rtbench.commands.targets import (
     target_cases,
     target_option,
 )
-from rtbench.measure import Measured, StopSignals, plan_for, read_stream
-from rtbench.measure_store import Taken, measure_and_store, store_measured
+from rtbench.machine.build import BuildError, ensure_agent
 from rtbench.outcomes import exit_code
 from rtbench.reports.progress import RunProgress
 from rtbench.reports.terminal import render_run
-from rtbench.request import AgentRequest
-from rtbench.session import Interrupted
-from rtbench.session import Progress as SessionProgress
+from rtbench.run import soak
+from rtbench.run.measure import Measured, StopSignals, plan_for, read_stream
+from rtbench.run.measure_store import Taken, measure_and_store, store_measured
+from rtbench.run.request import AgentRequest
+from rtbench.run.session import Interrupted
+from rtbench.run.session import Progress as SessionProgress
+from rtbench.run.suites import SelectionError, select
 from rtbench.stream import Record, StreamError
-from rtbench.suites import SelectionError, select
 
 
 def agent_exe(path: Path | None) -> Path:
@@ -328,7 +328,7 @@ def _timerlat(transport: object, wanted: bool | None, request: AgentRequest) -> 
             say("--timerlat: it runs beside JIT-PER, which this run does not have")
         return
     if wanted:
-        from rtbench.probe import TRACEFS_PATHS
+        from rtbench.machine.probe import TRACEFS_PATHS
 
         have: list[str] | None = None
         for root in TRACEFS_PATHS:
@@ -407,7 +407,7 @@ def ingest(
 def recover(ctx: click.Context) -> None:
     """Store the runs of hosts that died while measuring (kill -9, OOM,
     power loss). Every command that opens the store does this by itself."""
-    from rtbench.recovery import recover as recover_journals
+    from rtbench.run.recovery import recover as recover_journals
 
     with open_store(ctx, recover=False) as store:
         found = recover_journals(store, say)

@@ -2,7 +2,7 @@
 
 `locate` turns what the user gave (`--db`, `$RTBENCH_DB`, nothing) into a
 `StoreLocation`; the journals of runs being measured for that store go to
-`StoreLocation.journal_dir` on this host (`rtbench.journal`).
+`StoreLocation.journal_dir` on this host (`rtbench.run.journal`).
 """
 
 from __future__ import annotations

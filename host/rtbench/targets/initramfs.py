@@ -27,7 +27,7 @@ from pathlib import Path
 
 import platformdirs
 
-from rtbench.build import STIM_NAME
+from rtbench.machine.build import STIM_NAME
 from rtbench.targets import guest_trace, timerlat
 
 # Lines on the stream port that come from /init, not from the agent.

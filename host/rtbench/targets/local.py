@@ -6,7 +6,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from rtbench.build import BuildError, ensure_agent
+from rtbench.machine.build import BuildError, ensure_agent
 from rtbench.targets import Reachability, TargetError
 from rtbench.transports import LocalTransport, ReplayTransport, Transport
 

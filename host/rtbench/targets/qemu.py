@@ -40,7 +40,7 @@ from typing import Any
 
 import platformdirs
 
-from rtbench.build import BuildError, ensure_agent, host_arch
+from rtbench.machine.build import BuildError, ensure_agent, host_arch
 from rtbench.targets import (
     Options,
     Reachability,
@@ -52,8 +52,8 @@ from rtbench.targets import (
     opt_int,
     opt_str,
 )
-from rtbench.targets.qemu_transport import GUESTS, Launch, QemuTransport, die_with_parent
 from rtbench.transports.base import TransportError
+from rtbench.transports.qemu import GUESTS, Launch, QemuTransport, die_with_parent
 
 KERNEL_OPTIONS = ("isolcpus", "nohz_full", "rcu_nocbs", "preempt")
 OPTIONS = ("smp", "memory", "accel", "cmdline", "boot_timeout", *KERNEL_OPTIONS)

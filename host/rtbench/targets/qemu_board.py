@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from rtbench import ports
-from rtbench.build import (
+from rtbench.catalogue import firmware_list, snapshot_name
+from rtbench.machine.build import (
     BuildError,
     Flavor,
     agent_digest,
@@ -47,7 +48,6 @@ from rtbench.build import (
     ensure_firmware,
     kernel_identity,
 )
-from rtbench.catalogue import firmware_list, snapshot_name
 from rtbench.targets import (
     Options,
     Reachability,
@@ -58,9 +58,9 @@ from rtbench.targets import (
     opt_str,
 )
 from rtbench.targets.qemu import qemu_version
-from rtbench.targets.qemu_transport import die_with_parent
 from rtbench.transports.base import TransportError
 from rtbench.transports.process import ChildTransport
+from rtbench.transports.qemu import die_with_parent
 
 OPTIONS = ("time", "shift", "flavor", "max_samples", "boot_timeout")
 # Plain lines the firmware writes besides its records (stack use, faults).
@@ -246,7 +246,7 @@ class BoardTarget:
     @property
     def most_samples(self) -> int:
         """Samples per series the firmware's RAM holds: the cap on every
-        request (`AgentRequest.within`, applied by `rtbench.measure.plan_for`)."""
+        request (`AgentRequest.within`, applied by `rtbench.run.measure.plan_for`)."""
         return self.settings.max_samples
 
     def firmware(self) -> Path:

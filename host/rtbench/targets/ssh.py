@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult
 
-from rtbench.build import (
+from rtbench.machine.build import (
     ARCHES,
     STIM_NAME,
     BuildError,

@@ -491,7 +491,7 @@ class Recorder:
         return self.dir / "trace_marker" if self.capture is None and self._fds else None
 
     def agent_args(self) -> list[str]:
-        from rtbench.request import AgentRequest  # the one rendering of the agent's options
+        from rtbench.run.request import AgentRequest  # the one rendering of the agent's options
 
         m = self.marker
         return AgentRequest(trace_marker=str(m)).argv() if m is not None else []

@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rtbench.build import ensure_agent
+from rtbench.machine.build import ensure_agent
 from rtbench.trace import FLIGHT_CLOCKS, FLIGHT_EVENTS, Capture, Recorder
 
 _TS = re.compile(r"\] \S+ +(\d+\.\d{6}): ")

@@ -13,8 +13,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rtbench.measure import Measured, OnRecord, Plan, Saved, Say, StopSignals, measure, store_run
 from rtbench.outcomes import exit_code
+from rtbench.run.measure import (
+    Measured,
+    OnRecord,
+    Plan,
+    Saved,
+    Say,
+    StopSignals,
+    measure,
+    store_run,
+)
 from rtbench.stream import StreamError
 from rtbench.transports import Transport, TransportError
 

@@ -1,6 +1,6 @@
 """The system report beside the numbers (what rteval prints): firmware, the
 kernel's configuration and the services running. Items of
-`rtbench.probe.probe_machine`, read under a root folder so that tests use
+`rtbench.machine.probe.probe_machine`, read under a root folder so that tests use
 fake /proc and /sys trees; None where the machine does not say.
 """
 
@@ -69,7 +69,7 @@ def kernel_config(root: Path) -> dict[str, Any] | None:
     """The preemption model, HZ, the default frequency governor and the
     RELEVANT_OPTIONS as configured (unset: "n"), from /proc/config.gz or
     /boot/config-<release>."""
-    from rtbench.probe import _kernel_config
+    from rtbench.machine.probe import _kernel_config
 
     release = _read(root, "proc/sys/kernel/osrelease")
     config = _kernel_config(root, release)

@@ -4,7 +4,7 @@ A measuring host writes every line the agent sends to a journal file beside
 the store (`<store>.journals/`; for a PostgreSQL store, in the user's data
 directory) and syncs it at each case's `end`, so a host
 killed by SIGKILL, the OOM killer or a power cut leaves a file from which the
-next `rtbench` stores every finished case (`rtbench.recovery`). The first
+next `rtbench` stores every finished case (`rtbench.run.recovery`). The first
 line is a header (`#rtbench-journal {json}`: store, pid, labels, host probe);
 the rest is the stream byte for byte, so `rtbench ingest` reads a journal
 like any captured console.

@@ -47,6 +47,9 @@ Flavor = Literal["release", "test"]
 AGENT_NAME = "rtbench-agent"
 # RSP-IO's stimulator, built beside the agent (agent/tools/rtb-stim.c).
 STIM_NAME = "rtb-stim"
+# The rtbench package (this file is rtbench/machine/build.py): an installed
+# package carries the agent's sources in it.
+_PACKAGE = Path(__file__).resolve().parents[1]
 ENV_SRC = "RTBENCH_AGENT_SRC"
 ENV_BUILD = "RTBENCH_BUILD_DIR"
 _STAMP = ".rtbench-stamp"
@@ -118,7 +121,7 @@ def host_arch() -> str | None:
 
 def agent_source() -> Path:
     env = os.environ.get(ENV_SRC)
-    here = Path(__file__).resolve().parent
+    here = _PACKAGE
     candidates = [Path(env)] if env else [here / "agent", here.parents[1] / "agent"]
     for src in candidates:
         if (src / "CMakeLists.txt").is_file():
@@ -168,7 +171,7 @@ def _build_root(src: Path) -> Path:
     # belongs to pip, and a checkout may belong to another user (CI's root):
     # those build in the user's cache.
     local = src.parent / "build"
-    if src.parent != Path(__file__).resolve().parent and os.access(
+    if src.parent != _PACKAGE and os.access(
         local if local.exists() else src.parent, os.W_OK
     ):
         return local

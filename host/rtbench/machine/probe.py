@@ -22,7 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rtbench import __version__, probe_cpu, probe_system
+from rtbench import __version__
+from rtbench.machine import probe_cpu, probe_system
 
 # Bumped when a key changes meaning, so stored runs can be read correctly later.
 PROBE_SCHEMA = 1

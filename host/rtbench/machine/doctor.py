@@ -1,6 +1,6 @@
 """`rtbench doctor`: is this machine set up to measure real-time behaviour?
 
-Each check reads the dicts of `rtbench.probe` (so it also works on the
+Each check reads the dicts of `rtbench.machine.probe` (so it also works on the
 metadata stored with an old run) and returns one `Finding`: what is fine,
 what will degrade results, and the command that fixes it. The statuses:
 
@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from rtbench.probe import UNLIMITED, format_cpulist
+from rtbench.machine.probe import UNLIMITED, format_cpulist
 
 Status = Literal["ok", "degraded", "bad", "info"]
 
@@ -527,6 +527,6 @@ def render_findings(findings: Sequence[Finding], console: Console) -> None:
 
 # The checks of what the CPUs do between wake-ups have a module of their own,
 # which takes Finding from this one: imported last, once Finding exists.
-from rtbench.doctor_cpu import CPU_CHECKS  # noqa: E402
+from rtbench.machine.doctor_cpu import CPU_CHECKS  # noqa: E402
 
 CHECKS = (*CHECKS, *CPU_CHECKS)

@@ -11,7 +11,7 @@ its resource managers) that only one thread may use. Every other target
 them may share a machine, and measuring both at once would measure each
 other.
 
-Every cell goes through the one measuring path (`rtbench.measure`) and is
+Every cell goes through the one measuring path (`rtbench.run.measure`) and is
 stored through the store's API as soon as it ends, each lane with its own
 connection. A signal (Ctrl-C, SIGTERM, SIGHUP) reaches the lanes too
 (forwarded, and a lane ends with rtbench even if rtbench is killed): each
@@ -29,13 +29,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rtbench.campaign import Campaign, Cell
-from rtbench.measure import StopSignals, plan_for
-from rtbench.measure_store import measure_and_store
+from rtbench.experiments.campaign import Campaign, Cell
 from rtbench.outcomes import outcome_of_exit
-from rtbench.request import AgentRequest
+from rtbench.run.measure import StopSignals, plan_for
+from rtbench.run.measure_store import measure_and_store
+from rtbench.run.request import AgentRequest
+from rtbench.run.suites import Planned
 from rtbench.store.location import StoreLocation
-from rtbench.suites import Planned
 from rtbench.targets import Target, TargetError, close
 from rtbench.transports import TransportError
 

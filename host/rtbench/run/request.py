@@ -2,8 +2,8 @@
 command line for it, rendered here and nowhere else.
 
 `run`, `ab` and `campaign` fill an `AgentRequest` from their options (and
-`rtbench.soak` from --cpus/--duration/--break); a board target caps its
-samples (`within`); `rtbench.measure` adds the run's identity and the trace
+`rtbench.run.soak` from --cpus/--duration/--break); a board target caps its
+samples (`within`); `rtbench.run.measure` adds the run's identity and the trace
 marker. An option left None is not sent: the agent applies its own default
 (`rtbench-agent --help`), so no default of the agent is copied on the host.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from rtbench.suites import Planned
+from rtbench.run.suites import Planned
 
 
 @dataclass

@@ -7,7 +7,7 @@
 
 `measure` probes the host (when the target is this machine), records the
 kernel trace when asked, collects the stream through any `Transport`, and
-journals every line as it arrives (`rtbench.journal`); `store_run` stores the
+journals every line as it arrives (`rtbench.run.journal`); `store_run` stores the
 run, retrying a busy store, and when the store cannot take it keeps the
 stream in a named file that `rtbench ingest` stores later.
 
@@ -30,14 +30,15 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any, Protocol
 
-from rtbench import identity, probe
+from rtbench import identity
 from rtbench.analysis import stalls
 from rtbench.io.atomic import AtomicSink
-from rtbench.journal import Journal, is_journal_line, parse_header
+from rtbench.machine import probe
 from rtbench.model import Run
-from rtbench.request import AgentRequest
-from rtbench.session import Interrupted, collect
-from rtbench.session import Progress as RunProgress
+from rtbench.run.journal import Journal, is_journal_line, parse_header
+from rtbench.run.request import AgentRequest
+from rtbench.run.session import Interrupted, collect
+from rtbench.run.session import Progress as RunProgress
 from rtbench.store import (
     AlreadyStored,
     Store,

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtbench.journal import candidates, claimed, mark_done, read_header
-from rtbench.measure import read_stream
 from rtbench.model import Warning as RunWarning
+from rtbench.run.journal import candidates, claimed, mark_done, read_header
+from rtbench.run.measure import read_stream
 from rtbench.store import AlreadyStored, Store, StoreError
 from rtbench.stream import StreamError
 from rtbench.stream.assemble import END_LOST, ENDED_INSIDE

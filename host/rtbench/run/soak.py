@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 
 from rtbench.catalogue import AgentCase, posix_cases
-from rtbench.request import AgentRequest
+from rtbench.run.request import AgentRequest
 
 # A per-CPU case's `cycles` when --duration governs: its maximum, so that
 # the duration (its `duration_ms` cap) ends the case.

@@ -38,8 +38,8 @@ import numpy as np
 from rtbench.analysis.compare import compare_runs
 from rtbench.analysis.stats import has_all_samples
 from rtbench.model import CaseResult, Histogram, Run, Series, worst_outcome
-from rtbench.request import AgentRequest
-from rtbench.suites import Planned
+from rtbench.run.request import AgentRequest
+from rtbench.run.suites import Planned
 
 KEYS = ("load", "load_cpus", "load_threads", "pin", "trace", "preempt", "priority", "cpu")
 PREEMPT_MODES = ("none", "voluntary", "full", "lazy")
@@ -202,7 +202,7 @@ class PreemptSwitch:
             raise ConfigError(f"preempt: cannot tell the current mode from {text!r}")
 
     def _why_missing(self) -> str:
-        from rtbench import probe
+        from rtbench.machine import probe
 
         if not self._real():
             return "no such file"

@@ -1,13 +1,13 @@
 """`rtbench doctor` checks of what the CPUs do between wake-ups: C-states,
-interrupt affinity of the measured CPUs, SMIs (items of rtbench.probe_cpu).
+interrupt affinity of the measured CPUs, SMIs (items of rtbench.machine.probe_cpu).
 Docs: docs/doctor.md."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rtbench.doctor import Finding, _dict
-from rtbench.probe import format_cpulist
+from rtbench.machine.doctor import Finding, _dict
+from rtbench.machine.probe import format_cpulist
 
 # An idle state whose exit takes longer than this shows in a wake-up latency.
 DEEP_STATE_US = 10

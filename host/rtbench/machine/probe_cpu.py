@@ -2,7 +2,7 @@
 report, cyclictest's C-state hold): idle states and their exit latency,
 where interrupts may land, and SMIs where the counter is readable.
 
-Items of `rtbench.probe.probe_machine`, read under a root folder so that
+Items of `rtbench.machine.probe.probe_machine`, read under a root folder so that
 fake /proc and /sys trees test them (tests/host/test_probe_cpu.py).
 """
 
@@ -20,9 +20,9 @@ MSR_SMI_COUNT = 0x34
 
 
 def _read(root: Path, rel: str) -> str | None:
-    # rtbench.probe imports this module for its item table: its reader is
+    # rtbench.machine.probe imports this module for its item table: its reader is
     # taken at call time, not import time.
-    from rtbench.probe import _read as read
+    from rtbench.machine.probe import _read as read
 
     return read(root, rel)
 
@@ -58,7 +58,7 @@ _IRQ_LINE = re.compile(r"^\s*(\d+):")
 
 def irq_affinity(root: Path) -> dict[str, Any] | None:
     """Each device interrupt's allowed CPUs and name (/proc/irq, /proc/interrupts)."""
-    from rtbench.probe import parse_cpulist
+    from rtbench.machine.probe import parse_cpulist
 
     text = _read(root, "proc/interrupts")
     if text is None:

@@ -1,0 +1,2 @@
+"""Experiments made of several runs: A/B comparisons and campaigns
+(docs/architecture.md)."""

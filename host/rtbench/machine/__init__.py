@@ -1,0 +1,2 @@
+"""This machine: its probe, its doctor, and the agent's build
+(docs/architecture.md)."""
