@@ -46,7 +46,6 @@ from rtbench.analysis.stats import (
     PERCENTILES,
     SIGMA3_CASES,
     has_all_samples,
-    scipy_stats,
     series_stats,
 )
 from rtbench.machine.build import BuildError, ensure_agent
@@ -94,12 +93,6 @@ def _parse(stream: Path) -> Run:
 
 def child(mode: str, stream: Path, raw: Path, db: Path) -> dict[str, Any]:
     info: dict[str, Any] = {}
-    if mode != "numpy":
-        # scipy.stats is imported on first use; its import (a second or more)
-        # is a fixed cost, not a per-sample one: timed apart.
-        t_import = time.process_time()
-        scipy_stats()
-        info["scipy_import_s"] = time.process_time() - t_import
     base = peak_rss_mib()  # interpreter and imports, before any work
     t0 = time.process_time()
     if mode == "numpy":
@@ -210,8 +203,6 @@ def print_table(f: dict[str, Any]) -> None:
     for name, secs, rss in rows:
         mem = f"{rss['peak_rss_mib']:13.0f} {rss['base_rss_mib']:9.0f}" if rss else ""
         print(f"{name:28} {secs:8.2f} {f['samples'] / secs / 1e6:11.1f} {mem}")
-    print(f"(scipy.stats import, once per process, not in the times: "
-          f"{p['analyse']['scipy_import_s']:.2f} s)")  # fmt: skip
     verdict = "PASS" if f["pass"] else "MISS"
     print(f"parse + analyse = {f['ratio_total']:.2f}x the numpy floor (analysis alone "
           f"{f['ratio_analyse']:.2f}x); peak {p['analyse']['peak_rss_mib']:.0f} MiB; goal <= "
