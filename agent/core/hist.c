@@ -37,6 +37,14 @@ void rtb_hist_init_linear(rtb_hist *h, int64_t lo, int64_t width, int nbuckets)
     reset(h);
 }
 
+/* Saturating: a 32-bit counter (RTB_HIST_COUNT32) stops at its top rather
+ * than wrap to a small count; n stays exact beside it. */
+static inline void count(rtb_hist_count *c)
+{
+    if (*c != (rtb_hist_count)-1)
+        (*c)++;
+}
+
 static int log2_index(uint64_t v, int s)
 {
     int k = 63 - __builtin_clzll(v | 1);
@@ -56,7 +64,7 @@ void rtb_hist_add(rtb_hist *h, int64_t v)
         if (v < 0)
             h->underflow++;
         else
-            h->counts[log2_index((uint64_t)v, h->sub_bits)]++;
+            count(&h->counts[log2_index((uint64_t)v, h->sub_bits)]);
         return;
     }
     if (v < h->lo) {
@@ -68,5 +76,5 @@ void rtb_hist_add(rtb_hist *h, int64_t v)
     if (i >= (uint64_t)h->nbuckets)
         h->overflow++;
     else
-        h->counts[i]++;
+        count(&h->counts[i]);
 }

@@ -111,6 +111,12 @@ static inline double rtb_sum_to_double(const rtb_sum *s)
     return (double)s->hi * 18446744073709551616.0 + (double)s->lo;
 }
 
+#ifdef RTB_HIST_COUNT32
+typedef uint32_t rtb_hist_count; /* rtb/config.h: a small board's RAM */
+#else
+typedef uint64_t rtb_hist_count;
+#endif
+
 typedef struct rtb_hist {
     rtb_hist_kind kind;
     int sub_bits;          /* log2 */
@@ -121,7 +127,7 @@ typedef struct rtb_hist {
     rtb_sum sum;           /* exact: 10^9 samples of 10^10 ns do not fit int64 */
     /* RTB_HIST_MAX_BUCKETS counters from the case's memory (rtb_mem_alloc),
      * never inline: a series stays small enough for a stack. */
-    uint64_t *counts;
+    rtb_hist_count *counts;
 } rtb_hist;
 
 /* Both keep h->counts (set by rtb_series_init) and clear it. */

@@ -44,6 +44,12 @@
 #define RTB_HIST_BUCKETS 2048
 #endif
 
+/* RTB_HIST_COUNT32, when defined: a histogram's counters are 32 bits, half
+ * the RAM (a small board's: 4 KiB a series at 1024 buckets). A bucket
+ * stops at 2^32 - 1 (over an hour of one-microsecond samples in one
+ * bucket) and the record's n, exact beside it, then says more than the
+ * counts do. Undefined: 64 bits. */
+
 /* CLK-DUR's automatic threshold, in clock reads: a gap is time taken from
  * a spinning loop longer than this many reads. 20 keeps a noisy OS's
  * jitter out; a port whose loop runs without noise (an RTOS on one core,

@@ -22,9 +22,11 @@
 /* RAM (issue 10: a small case under 64 KiB): a record body of 8 KiB holds
  * a histogram's non-empty buckets and a samples chunk (core/run.c sizes it
  * from the body); 1024 buckets keep a log2 histogram at 16 sub-buckets an
- * octave (6 %), 8 KiB of counters a series. */
+ * octave (6 %), 4 KiB of 32-bit counters a series. */
 #define RTB_STREAM_BODY_CAP 8192
 #define RTB_HIST_BUCKETS 1024
+/* 32-bit counters: 4 KiB a series, not 8 (a small board's RAM, issue 22). */
+#define RTB_HIST_COUNT32
 /* The spinning loop runs alone on the core: the 1 kHz tick (3.6 us under
  * -icount shift=5) is 6-7 reads long, under the default's 20. */
 #define RTB_GAP_THRESHOLD_READS 4

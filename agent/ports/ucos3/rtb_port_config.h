@@ -20,6 +20,8 @@
 #define RTB_MAX_RUN 64
 #define RTB_STREAM_BODY_CAP 8192
 #define RTB_HIST_BUCKETS 1024
+/* 32-bit counters: 4 KiB a series, not 8 (a small board's RAM, issue 22). */
+#define RTB_HIST_COUNT32
 #define RTB_GAP_THRESHOLD_READS 4
 
 /* rtb/alloc.h: memory partitions (pool.c), no general heap. */
