@@ -175,6 +175,12 @@ def test_a_run_through_an_alias_stores_the_same_cases_as_a_local_run(
     assert meta["kind"] == "ssh" and meta["destination"] == ALIAS
     assert meta["arch"] == os.uname().machine and meta["privilege"] == "root"
     assert meta["emulated"] is False
+    # The system report read on the target over the same SSH path (here the
+    # same machine: its kernel and configuration, as the local run's).
+    assert remote.machine["probed_on"] == "target"
+    for key in ("kernel_release", "cpus_online", "kernel_config", "cpuidle", "services"):
+        assert remote.machine[key] == local.machine[key], key
+    assert remote.machine["kernel_release"] == os.uname().release
     # Each run's folder on the target is removed, and no agent is left.
     arch = os.uname().machine
     # The agent and RSP-IO's stimulator beside it.

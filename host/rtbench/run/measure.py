@@ -211,7 +211,13 @@ def measure(
     # Imported here: only `--trace` needs the kernel-trace package.
     from rtbench import trace as kernel_trace
 
-    machine: dict[str, Any] = probe.probe_machine() if plan.is_local else {}
+    # A transport that reaches the target's files (SSH) probes it there.
+    remote_probe = getattr(transport, "probe_machine", None)
+    machine: dict[str, Any] = {}
+    if plan.is_local:
+        machine = probe.probe_machine()
+    elif callable(remote_probe):
+        machine = dict(remote_probe())
     if plan.target_meta:
         machine["target"] = plan.target_meta
     target = plan.target or transport.name
@@ -274,7 +280,9 @@ def measure(
     if sink is not None:
         sink.commit()
     run.started_at, run.target, run.source = started, target, plan.source
-    run.machine, run.labels = machine, dict(plan.labels)
+    # What the transport read on the target during the run (a QEMU guest's
+    # probe) stays; the host's own items come on top.
+    run.machine, run.labels = {**run.machine, **machine}, dict(plan.labels)
     run.uuid = run_id
     if rec is None:  # with a trace, the trace split says more (trace/split.py)
         for case in run.cases:

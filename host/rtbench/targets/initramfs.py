@@ -27,6 +27,7 @@ from pathlib import Path
 
 import platformdirs
 
+from rtbench.machine import probe_remote
 from rtbench.machine.build import STIM_NAME
 from rtbench.targets import guest_trace, timerlat
 
@@ -54,7 +55,7 @@ while [ ! -e /dev/ttyS1 ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n+1)); done
 stty -F /dev/ttyS1 raw -echo 115200
 read up _ </proc/uptime
 echo "{MARKER} init uptime=$up" >/dev/ttyS1
-if [ -f /rtbench/probe ]; then
+{{SYSPROBE}}if [ -f /rtbench/probe ]; then
     status=0
 else
     set --
@@ -83,11 +84,18 @@ class InitramfsError(RuntimeError):
 def init_script(stream: str = STREAM_PORT) -> str:
     """`/init` with the agent's stream on /dev/`stream` (and the kernel's
     timerlat after the agent when the run asks: rtbench.targets.timerlat)."""
+
     def part(script: str) -> str:
         return script.replace("MARKER", MARKER).replace("/dev/PORT", "/dev/ttyS1").lstrip("\n")
 
+    # The guest's system report (rtbench.machine.probe_remote), a line per marker.
+    sysprobe = (
+        f"( {probe_remote.SCRIPT} ) 2>/dev/null |\n"
+        f'  while IFS= read -r l; do echo "{MARKER} probe $l"; done >/dev/ttyS1\n'
+    )
     return (
-        INIT.replace("{TIMERLAT}", part(timerlat.GUEST_SCRIPT))
+        INIT.replace("{SYSPROBE}", sysprobe)
+        .replace("{TIMERLAT}", part(timerlat.GUEST_SCRIPT))
         .replace("{TRACE_SETUP}", part(guest_trace.SETUP_SCRIPT))
         .replace("{TRACE_DUMP}", part(guest_trace.DUMP_SCRIPT))
         .replace(STREAM_PORT, stream)

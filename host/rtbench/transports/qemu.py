@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtbench.machine import probe_remote
 from rtbench.model import Run
 from rtbench.targets import guest_trace, initramfs, timerlat
 from rtbench.targets.kernels import Kernel
@@ -91,10 +92,14 @@ class Launch:
         if self.guest.stream.startswith("hvc"):
             # The console on the UART, the stream on a virtio console port.
             ports = [
-                "-serial", f"file:{console}",
-                "-device", "virtio-serial-device",
-                "-chardev", f"{stream},id=stream",
-                "-device", "virtconsole,chardev=stream",
+                "-serial",
+                f"file:{console}",
+                "-device",
+                "virtio-serial-device",
+                "-chardev",
+                f"{stream},id=stream",
+                "-device",
+                "virtconsole,chardev=stream",
             ]
         else:
             # ttyS0: the kernel console, kept apart; ttyS1: the agent's stream.
@@ -141,6 +146,7 @@ class QemuTransport(ChildTransport):
         # (--timerlat; on unless turned off), and what the guest sent of it.
         self.timerlat = True
         self.tracer = timerlat.Result()
+        self.probe_lines: list[str] = []  # /init's system report (probe_remote)
         # --trace / --break: the kernel trace recorded in the guest.
         self.trace: guest_trace.Request | None = None
         self.traced = guest_trace.Received()
@@ -159,6 +165,7 @@ class QemuTransport(ChildTransport):
         self.timings, self.guest_uptime_at_init, self.console = {}, None, ""
         self._exit_status = None
         self._reset_streams()
+        self.probe_lines = []
         self._workdir = Path(tempfile.mkdtemp(prefix="rtbench-qemu-"))
         self.run_dir = str(self._workdir)
         try:
@@ -215,6 +222,8 @@ class QemuTransport(ChildTransport):
             self.traced.feed(body[len(b"trace ") :])
         elif body.startswith(b"timerlat"):
             self.tracer.feed(body[len(b"timerlat") :])
+        elif body == b"probe" or body.startswith(b"probe "):
+            self.probe_lines.append(body[len(b"probe ") :].decode(errors="replace"))
         elif body.startswith(b"init"):
             self.timings["init"] = self._elapsed()
             m = re.search(rb"uptime=([0-9.]+)", body)
@@ -267,6 +276,8 @@ class QemuTransport(ChildTransport):
         # TCG: the guest's speed follows the host's load (KVM too is a VM).
         timerlat.attach(run, self.tracer, emulated=True)
         guest_trace.attach(run, self.traced)
+        if self.probe_lines:  # the guest's system report, not this host's
+            run.machine = probe_remote.probe_text("\n".join(self.probe_lines), "guest")
 
     def diagnostics(self) -> str:
         """QEMU's own errors, then what the agent wrote to the console

@@ -18,7 +18,9 @@ import contextlib
 import shlex
 import subprocess
 from collections.abc import Callable
+from typing import Any
 
+from rtbench.machine.probe_remote import probe_over
 from rtbench.model import Run
 from rtbench.targets.guest_trace import DUMP_SCRIPT, SETUP_SCRIPT, Received, Request, attach
 from rtbench.transports.process import ChildTransport
@@ -148,6 +150,10 @@ class SshTransport(ChildTransport):
                 self.traced.feed(body[len(b"trace ") :])
             return None
         return line
+
+    def probe_machine(self) -> dict[str, Any]:
+        """The target's system report, read there (rtbench.machine.probe_remote)."""
+        return probe_over(self.ssh, self.sudo)
 
     def finish_run(self, run: Run) -> None:
         """The target's kernel trace, split or attributed as a local one."""
