@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from rtbench.measure import measure, plan_for
+from rtbench.run.measure import measure, plan_for
 from rtbench.targets import resolve
 from rtbench.targets.qemu import QemuTarget
 
