@@ -91,8 +91,10 @@ def test_a_delay_in_the_response_path_moves_every_sample() -> None:
     for key, v in plain.items():
         w = slow[key]
         assert w.min() >= v.min() + delay - 2 * TICK_NS, (key, v, w)
+        # Plus the injection's own cost (its clock reads, about 1 us).
         spread = int(v.max() - v.min())
-        assert abs(np.median(w) - np.median(v) - delay) <= spread + 1_000, (key, v, w)
+        moved = np.median(w) - np.median(v)
+        assert delay - spread <= moved < delay + spread + 2_000, (key, v, w)
         if key[0] == "e":
             shift = w - v
             # Plus the injection's own cost (its clock reads, about 1 us a
