@@ -15,6 +15,7 @@
 
 #include "../../core/rtb.h"
 #include "freertos_port.h"
+#include "slots.h"
 #include "wait.h"
 
 /* ---- object pools ------------------------------------------------------
@@ -96,29 +97,8 @@ static void trampoline(void *p)
     vTaskSuspend(NULL);
 }
 
-static thread_slot *slot_pick(size_t words)
-{
-    thread_slot *fresh = NULL;
-    for (int i = 0; i < RTB_FREERTOS_THREADS; i++) {
-        thread_slot *s = &threads[i];
-        if (s->used)
-            continue;
-        if ((s->stack && s->stack_words >= words) || (words == 0 && !fresh && !s->stack)) {
-            s->used = true;
-            return s;
-        }
-        if (!s->stack && !fresh)
-            fresh = s;
-    }
-    size_t left = sizeof stack_arena / sizeof stack_arena[0] - stack_arena_used;
-    if (!fresh || words > left)
-        return NULL;
-    fresh->stack = &stack_arena[stack_arena_used];
-    fresh->stack_words = words;
-    stack_arena_used += words;
-    fresh->used = true;
-    return fresh;
-}
+FIRMWARE_SLOT_PICKER(slot_pick, thread_slot, threads, RTB_FREERTOS_THREADS, stack, stack_words, stack_arena,
+                     stack_arena_used, 1)
 
 static thread_slot *slot_take(size_t words)
 {

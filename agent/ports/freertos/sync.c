@@ -12,6 +12,7 @@
 
 #include "../../core/rtb.h"
 #include "freertos_port.h"
+#include "slots.h"
 #include "wait.h"
 
 typedef struct {
@@ -144,29 +145,8 @@ int rtb_mutex_unlock(rtb_mutex *m)
 
 #define ITEM_HEADER sizeof(uint32_t)
 
-static queue_slot *queue_take(size_t bytes)
-{
-    queue_slot *fresh = NULL;
-    for (int i = 0; i < RTB_FREERTOS_QUEUES; i++) {
-        queue_slot *s = &queues[i];
-        if (s->used)
-            continue;
-        if (s->storage && s->cap >= bytes) {
-            s->used = true;
-            return s;
-        }
-        if (!s->storage && !fresh)
-            fresh = s;
-    }
-    bytes = (bytes + 7) & ~(size_t)7;
-    if (!fresh || bytes > sizeof queue_arena - queue_arena_used)
-        return NULL;
-    fresh->storage = &queue_arena[queue_arena_used];
-    fresh->cap = bytes;
-    queue_arena_used += bytes;
-    fresh->used = true;
-    return fresh;
-}
+FIRMWARE_SLOT_PICKER(queue_take, queue_slot, queues, RTB_FREERTOS_QUEUES, storage, cap, queue_arena,
+                     queue_arena_used, 8)
 
 int rtb_queue_create(rtb_queue *q, size_t msg_size, unsigned depth)
 {

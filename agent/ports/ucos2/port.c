@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ucos2_port.h"
+#include "slots.h"
 
 #define RTB_UCOS2_THREADS 104 /* at most one per priority */
 #define RTB_UCOS2_STACK_ARENA (RTB_UCOS2_THREADS * RTB_THREAD_STACK)
@@ -88,29 +89,8 @@ static void trampoline(void *p)
     OSTaskSuspend(OS_PRIO_SELF);
 }
 
-static thread_slot *slot_pick(size_t words)
-{
-    thread_slot *fresh = NULL;
-    for (int i = 0; i < RTB_UCOS2_THREADS; i++) {
-        thread_slot *s = &threads[i];
-        if (s->used)
-            continue;
-        if ((s->stack && s->stack_words >= words) || (words == 0 && !fresh && !s->stack)) {
-            s->used = true;
-            return s;
-        }
-        if (!s->stack && !fresh)
-            fresh = s;
-    }
-    size_t left = sizeof stack_arena / sizeof stack_arena[0] - stack_arena_used;
-    if (!fresh || words > left)
-        return NULL;
-    fresh->stack = &stack_arena[stack_arena_used];
-    fresh->stack_words = words;
-    stack_arena_used += words;
-    fresh->used = true;
-    return fresh;
-}
+FIRMWARE_SLOT_PICKER(slot_pick, thread_slot, threads, RTB_UCOS2_THREADS, stack, stack_words, stack_arena,
+                     stack_arena_used, 1)
 
 static void slot_free(thread_slot *s)
 {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ucos3_port.h"
+#include "slots.h"
 
 /* ---- the thread pool -----------------------------------------------------
  * rtb_thread holds a pointer to a slot: its OS_TCB, its done-semaphore and
@@ -95,29 +96,8 @@ static void trampoline(void *p)
     OSTaskSuspend(NULL, &err);
 }
 
-static thread_slot *slot_pick(size_t words)
-{
-    thread_slot *fresh = NULL;
-    for (int i = 0; i < RTB_UCOS3_THREADS; i++) {
-        thread_slot *s = &threads[i];
-        if (s->used)
-            continue;
-        if ((s->stack && s->stack_words >= words) || (words == 0 && !fresh && !s->stack)) {
-            s->used = true;
-            return s;
-        }
-        if (!s->stack && !fresh)
-            fresh = s;
-    }
-    size_t left = sizeof stack_arena / sizeof stack_arena[0] - stack_arena_used;
-    if (!fresh || words > left)
-        return NULL;
-    fresh->stack = &stack_arena[stack_arena_used];
-    fresh->stack_words = words;
-    stack_arena_used += words;
-    fresh->used = true;
-    return fresh;
-}
+FIRMWARE_SLOT_PICKER(slot_pick, thread_slot, threads, RTB_UCOS3_THREADS, stack, stack_words, stack_arena,
+                     stack_arena_used, 1)
 
 int rtb_thread_create(rtb_thread *t, const rtb_thread_attr *attr, rtb_thread_fn fn, void *arg)
 {

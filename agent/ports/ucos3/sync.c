@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ucos3_port.h"
+#include "slots.h"
 
 typedef struct {
     OS_SEM sem;
@@ -175,29 +176,8 @@ _Static_assert(sizeof(queue_obj) <= RTB_QUEUE_STORAGE, "rtb_queue too small");
 
 #define ITEM_HEADER 8u /* the free-list link; the payload stays 8-aligned */
 
-static queue_slot *queue_take(size_t bytes)
-{
-    queue_slot *fresh = NULL;
-    for (int i = 0; i < RTB_UCOS3_QUEUES; i++) {
-        queue_slot *s = &queues[i];
-        if (s->used)
-            continue;
-        if (s->storage && s->cap >= bytes) {
-            s->used = true;
-            return s;
-        }
-        if (!s->storage && !fresh)
-            fresh = s;
-    }
-    bytes = (bytes + 7) & ~(size_t)7;
-    if (!fresh || bytes > sizeof queue_arena - queue_arena_used)
-        return NULL;
-    fresh->storage = &queue_arena[queue_arena_used];
-    fresh->cap = bytes;
-    queue_arena_used += bytes;
-    fresh->used = true;
-    return fresh;
-}
+FIRMWARE_SLOT_PICKER(queue_take, queue_slot, queues, RTB_UCOS3_QUEUES, storage, cap, queue_arena,
+                     queue_arena_used, 8)
 
 int rtb_queue_create(rtb_queue *q, size_t msg_size, unsigned depth)
 {
