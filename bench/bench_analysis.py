@@ -44,9 +44,8 @@ from rtbench.analysis.rating import overall_rating, rate_run
 from rtbench.analysis.scores import composite_score, indicator_scores
 from rtbench.analysis.stats import (
     PERCENTILES,
-    SIGMA3_CASES,
+    case_stats,
     has_all_samples,
-    series_stats,
 )
 from rtbench.machine.build import BuildError, ensure_agent
 from rtbench.model import Run
@@ -71,7 +70,7 @@ def analyse(run: Run) -> dict[str, Any]:
     evts = {}
     for c in run.cases:
         for s in c.series:
-            series_stats(s, sigma3=c.case in SIGMA3_CASES)
+            case_stats(s)
             if has_all_samples(s) and s.samples is not None:
                 evts[s.label] = worst_case(s.samples).valid
     overall = overall_rating(rate_run(run))

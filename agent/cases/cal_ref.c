@@ -62,4 +62,5 @@ const rtb_case rtb_case_cal_ref = {
     .params = params,
     .nparams = sizeof params / sizeof params[0],
     .run = run,
+    .unscored = true,
 };

@@ -121,4 +121,5 @@ const rtb_case rtb_case_irq_rsp = {
     .params = params,
     .nparams = sizeof params / sizeof params[0],
     .run = run,
+    .headline = 3,
 };

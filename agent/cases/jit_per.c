@@ -742,4 +742,5 @@ const rtb_case rtb_case_jit_per = {
     .run = run,
     .expected_ns = expected,
     .per_cpu = true,
+    .jitter = true,
 };

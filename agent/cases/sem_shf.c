@@ -112,4 +112,5 @@ const rtb_case rtb_case_sem_shf = {
     .params = params,
     .nparams = sizeof params / sizeof params[0],
     .run = run,
+    .headline = 4,
 };

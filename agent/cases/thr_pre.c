@@ -144,4 +144,5 @@ const rtb_case rtb_case_thr_pre = {
     .params = params,
     .nparams = sizeof params / sizeof params[0],
     .run = run,
+    .headline = 2,
 };

@@ -266,4 +266,6 @@ const rtb_case rtb_case_thr_sw = {
     .run = run,
     .unsupported_here = rtb_needs_shared_priorities,
     .tasks = "n",
+    .sigma3 = true,
+    .headline = 1,
 };

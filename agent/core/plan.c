@@ -53,6 +53,14 @@ void rtb_list_cases(FILE *out)
             rtb_json_str(&j, "tasks", c->tasks);
         if (c->per_cpu)
             rtb_json_bool(&j, "per_cpu", true);
+        if (c->sigma3)
+            rtb_json_bool(&j, "sigma3", true);
+        if (c->headline)
+            rtb_json_i64(&j, "headline", c->headline);
+        if (c->unscored)
+            rtb_json_bool(&j, "unscored", true);
+        if (c->jitter)
+            rtb_json_bool(&j, "jitter", true);
         rtb_json_arr(&j, "params");
         for (int k = 0; k < c->nparams; k++) {
             const rtb_param_def *d = &c->params[k];

@@ -316,6 +316,12 @@ typedef struct rtb_case {
     /* The sweep coordinate (a `point` key) that counts tasks, or NULL: the
      * host draws a determinism slope (growth per task) only over it. */
     const char *tasks;
+    /* How the host shows and scores the case, declared here once (`--list`)
+     * so that no host table repeats it: */
+    bool sigma3;   /* its published method filters gross errors (mean +- 3 sigma) */
+    int headline;  /* 1..: its place in the run's composite score; 0: not in it */
+    bool unscored; /* no score against T_std (CAL-REF *is* the unit) */
+    bool jitter;   /* its `deviation` series is the published jitter table */
 } rtb_case;
 
 extern const rtb_case *const rtb_cases[];

@@ -14,10 +14,14 @@ from __future__ import annotations
 import functools
 import json
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rtbench.model import Run
 
 FAMILIES: dict[str, str] = {
     "CAL": "timing and calibration",
@@ -93,6 +97,11 @@ class AgentCase:
     params: list[dict[str, Any]] = field(default_factory=list)
     tasks: str | None = None  # the point key that counts tasks (determinism slopes)
     per_cpu: bool = False  # honours --cpus, --break and --progress (soak runs)
+    # How the host shows and scores it (the agent's rtb_case declares them):
+    sigma3: bool = False  # its figures filter gross errors (mean +- 3 sigma)
+    headline: int = 0  # its place in the composite score (0: not in it)
+    unscored: bool = False  # no score against T_std (CAL-REF is the unit)
+    jitter: bool = False  # its `deviation` series is the published jitter table
 
     @property
     def param_names(self) -> set[str]:
@@ -159,6 +168,10 @@ def parse_list(out: str) -> dict[str, AgentCase]:
             d.get("params", []),
             tasks if isinstance(tasks, str) else None,
             d.get("per_cpu") is True,
+            d.get("sigma3") is True,
+            headline if isinstance(headline := d.get("headline"), int) else 0,
+            d.get("unscored") is True,
+            d.get("jitter") is True,
         )
     return cases
 
@@ -175,6 +188,51 @@ def task_count_key(case_id: str) -> str | None:
 @functools.cache
 def _snapshot() -> dict[str, AgentCase]:
     return posix_cases()
+
+
+# --- case traits: read from a case table, never from a host list -------------
+
+Table = Mapping[str, AgentCase]
+
+
+def run_table(run: Run) -> Table:
+    """The case table of the agent that made `run`: the shipped table of the
+    port its hello names, else (no such port shipped) the POSIX one."""
+    port = run.hello.get("port")
+    return _port_table(port if isinstance(port, str) else "posix")
+
+
+@functools.cache
+def _port_table(port: str) -> Table:
+    try:
+        return port_cases(port)
+    except FileNotFoundError:
+        return _snapshot()
+
+
+def _or_posix(table: Table | None) -> Table:
+    return _snapshot() if table is None else table
+
+
+def sigma3_cases(table: Table | None = None) -> frozenset[str]:
+    """Cases whose published method filters gross errors (their `sigma3`)."""
+    return frozenset(cid for cid, c in _or_posix(table).items() if c.sigma3)
+
+
+def headline_cases(table: Table | None = None) -> tuple[str, ...]:
+    """The composite score's cases, in their declared order (`headline`)."""
+    cases = [c for c in _or_posix(table).values() if c.headline > 0]
+    return tuple(c.id for c in sorted(cases, key=lambda c: c.headline))
+
+
+def unscored_cases(table: Table | None = None) -> frozenset[str]:
+    """Cases with no score against T_std (`unscored`)."""
+    return frozenset(cid for cid, c in _or_posix(table).items() if c.unscored)
+
+
+def jitter_cases(table: Table | None = None) -> frozenset[str]:
+    """Cases whose `deviation` series is the published jitter table (`jitter`)."""
+    return frozenset(cid for cid, c in _or_posix(table).items() if c.jitter)
 
 
 # Cases the host carries out by running others (no agent code of their own).

@@ -18,12 +18,10 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from rtbench import catalogue
 from rtbench.model import Point, Run, Series
 
 TIME_UNIT = "ns"
-HEADLINE_CASES = ("THR-SW", "THR-PRE", "IRQ-RSP", "SEM-SHF")
-# CAL-REF *is* the unit (its score is 1 by definition).
-UNSCORED_CASES = ("CAL-REF",)
 
 Indicator = Literal["mean", "max"]
 
@@ -75,13 +73,16 @@ def _scores_of(s: Series, t_std: float | None) -> list[Score]:
     return out
 
 
-def indicator_scores(run: Run) -> list[Score]:
-    """Mean- and max-score of every time series of the run, in run order."""
+def indicator_scores(run: Run, table: catalogue.Table | None = None) -> list[Score]:
+    """Mean- and max-score of every time series of the run, in run order, but
+    for the cases its agent's table declares `unscored` (CAL-REF *is* the
+    unit; `table`: default the run's own)."""
     t_std = run.t_std_ns
+    unscored = catalogue.unscored_cases(catalogue.run_table(run) if table is None else table)
     return [
         sc
         for c in run.cases
-        if c.case not in UNSCORED_CASES
+        if c.case not in unscored
         for s in c.series
         if is_scored(s)
         for sc in _scores_of(s, t_std)
@@ -100,11 +101,13 @@ def _point_order(s: Series) -> tuple[tuple[str, tuple[int, float, str]], ...]:
     return tuple((k, value(v)) for k, v in sorted(s.point.items()))
 
 
-def headline_series(run: Run) -> list[Series]:
-    """One series per headline case present: its first-named time series at
-    its smallest sweep point (THR-SW: the fewest threads)."""
+def headline_series(run: Run, table: catalogue.Table | None = None) -> list[Series]:
+    """One series per headline case present (the agent's `headline` trait,
+    in its order; `table`: default the run's own): its first-named time
+    series at its smallest sweep point (THR-SW: the fewest threads)."""
     chosen = []
-    for case_id in HEADLINE_CASES:
+    table = catalogue.run_table(run) if table is None else table
+    for case_id in catalogue.headline_cases(table):
         c = run.case(case_id)
         timed = [s for s in c.series if is_scored(s)] if c else []
         if not timed:

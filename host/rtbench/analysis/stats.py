@@ -30,10 +30,8 @@ import numpy as np
 import numpy.typing as npt
 
 from rtbench.analysis.stored import usable_hist
+from rtbench.catalogue import Table, sigma3_cases
 from rtbench.model import Histogram, Int64Array, Run, Series
-
-# Cases whose published method filters gross errors (catalogue: Analysis).
-SIGMA3_CASES = frozenset({"THR-SW"})
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 # Names of the indicators a criteria file, a comparison or an export uses.
@@ -276,6 +274,13 @@ def guided_percentiles(
 
 
 # --- one series -------------------------------------------------------------
+
+
+def case_stats(s: Series, table: Table | None = None) -> Stats:
+    """The series' figures as its case's published method gives them: with
+    the 3-sigma filter for a case its agent's table declares `sigma3`
+    (THR-SW; `table`: the run's, `catalogue.run_table`, default the POSIX one)."""
+    return series_stats(s, sigma3=s.case in sigma3_cases(table))
 
 
 def series_stats(s: Series, sigma3: bool = False) -> Stats:

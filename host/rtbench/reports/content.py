@@ -11,11 +11,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rtbench import catalogue
 from rtbench.analysis.determinism import Curve, curves
 from rtbench.analysis.evt import EvtResult, worst_case
 from rtbench.analysis.rating import Rating, overall_rating, rate_run
 from rtbench.analysis.scores import Score, composite_score, fmt_score, indicator_scores
-from rtbench.analysis.stats import PCT_NAMES, SIGMA3_CASES, Stats, has_all_samples, series_stats
+from rtbench.analysis.stats import PCT_NAMES, Stats, case_stats, has_all_samples
 from rtbench.model import CaseResult, Check, Run, Series, StreamIssue, Warning, point_key
 from rtbench.reference import ReferenceFigure, figures_for
 from rtbench.reports import charts
@@ -194,7 +195,7 @@ def _flags(run: Run, s: Series, st: Stats) -> list[str]:
 def _series_view(
     run: Run, c: CaseResult, s: Series, scores: list[Score], ratings: list[Rating], draw: bool
 ) -> SeriesView:
-    st = series_stats(s, sigma3=c.case in SIGMA3_CASES)
+    st = case_stats(s, catalogue.run_table(run))
     evt = None
     if s.traits.evt and has_all_samples(s):
         assert s.samples is not None
@@ -248,7 +249,8 @@ def _case_view(
     draw: bool,
 ) -> CaseView:
     units = {s.name: s.unit for s in c.series}
-    jitter = [t for t in (jitter_table(s) for s in jitter_series(c)) if t is not None]
+    shown = jitter_series(c, catalogue.run_table(run))
+    jitter = [t for t in (jitter_table(s) for s in shown) if t is not None]
     view = CaseView(
         result=c,
         params=", ".join(f"{k}={v}" for k, v in c.params.items()),

@@ -10,9 +10,10 @@ from typing import Any
 
 from rich.text import Text
 
+from rtbench import catalogue
 from rtbench.analysis.compare import Comparison
 from rtbench.analysis.scores import fmt_score
-from rtbench.analysis.stats import PCT_NAMES, PCT_OF, SIGMA3_CASES, Stats, series_stats
+from rtbench.analysis.stats import PCT_NAMES, PCT_OF, Stats, case_stats
 from rtbench.analysis.stored import hist_note
 from rtbench.model import Run, Series, point_key
 from rtbench.reports.tables import Column, Row, Tabular
@@ -169,9 +170,10 @@ _EXTRA = (
 def _rows(run: Run, flags: bool) -> list[Row]:
     """A row of figures per series of the run, with its flags for `show`."""
     rows = []
+    table = catalogue.run_table(run)
     for c in run.cases:
         for s in c.series:
-            st = series_stats(s, sigma3=c.case in SIGMA3_CASES)
+            st = case_stats(s, table)
             row = _series_row(run, c.case, s, st)
             if flags:
                 row["flags"] = _flags(run, s, st)

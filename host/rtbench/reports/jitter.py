@@ -15,13 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from rtbench import catalogue
 from rtbench.analysis.stats import has_all_samples
 from rtbench.analysis.stored import usable_hist
 from rtbench.model import CaseResult, Series
 from rtbench.reference import load_datasets
 
 # The cases whose deviation from the period gets the table.
-JITTER_CASES = frozenset({"JIT-PER"})
 
 
 @dataclass
@@ -125,8 +125,10 @@ def _published() -> tuple[str, dict[str, int]]:
     return "", {}
 
 
-def jitter_series(c: CaseResult) -> list[Series]:
-    """JIT-PER's deviation series (interval - period), the published jitter."""
-    if c.case not in JITTER_CASES:
+def jitter_series(c: CaseResult, table: catalogue.Table | None = None) -> list[Series]:
+    """The deviation series (interval - period: the published jitter) of a
+    case its agent's table declares `jitter` (JIT-PER; `table`: the run's,
+    default the POSIX one)."""
+    if c.case not in catalogue.jitter_cases(table):
         return []
     return [s for s in c.series if s.name == "deviation"]

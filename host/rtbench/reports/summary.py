@@ -18,8 +18,9 @@ from typing import Literal
 
 import numpy as np
 
+from rtbench import catalogue
 from rtbench.analysis.compare import UNSTABLE_MAX_P99, instability
-from rtbench.analysis.stats import SIGMA3_CASES, Stats, has_all_samples, series_stats
+from rtbench.analysis.stats import Stats, case_stats, has_all_samples
 from rtbench.model import Run, Series
 from rtbench.reports import plots
 from rtbench.reports.units import fmt_value, is_latency
@@ -70,9 +71,6 @@ class Summary:
     # The verdict in two parts: what held of the behaviour, what of timing.
     verdict: Verdict | None = None
 
-
-def _stats(s: Series) -> Stats:
-    return series_stats(s, sigma3=s.case in SIGMA3_CASES)
 
 
 def _line(s: Series, st: Stats) -> plots.Line:
@@ -162,7 +160,10 @@ def summarize(run: Run, draw: bool = True) -> Summary:
         findings.append(Finding("warn", f"emulated ({run.emulated}): compare with the same only"))
     if run.issues:
         findings.append(Finding("bad", f"{len(run.issues)} stream problems: {run.issues[0]}"))
-    latencies = [(s, _stats(s)) for c in run.cases for s in c.series if is_latency(s) and s.n]
+    table = catalogue.run_table(run)
+    latencies = [
+        (s, case_stats(s, table)) for c in run.cases for s in c.series if is_latency(s) and s.n
+    ]
     spike = _spike(latencies)
     if spike is not None:
         findings.append(Finding("bad", spike.text()))
