@@ -56,7 +56,9 @@ def test_hello_says_what_stamps_the_windows(agent: Path, run_agent) -> None:  # 
     assert stamp["reason"]
     if platform.machine() in ("x86_64", "i686"):
         invariant = {"constant_tsc", "nonstop_tsc"} <= _cpu_flags()
-        assert (stamp["source"] == "rdtsc") == invariant, stamp
+        cs = Path("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+        trusted = not cs.exists() or cs.read_text().strip() == "tsc"
+        assert (stamp["source"] == "rdtsc") == (invariant and trusted), stamp
     if stamp["source"] == clock["cycles"].get("source"):
         assert stamp["hz"] == clock["cycles"]["hz"]
     else:
@@ -79,8 +81,15 @@ def test_a_tsc_that_is_not_invariant_falls_back_and_says_so(
     for case in r.run.cases:
         assert case.outcome == "passed", (case.case, case.reason)
     fake.write_text("flags\t\t: fpu tsc constant_tsc nonstop_tsc\n")
+    clocksource = tmp_path / "current_clocksource"
+    clocksource.write_text("tsc\n")
+    monkeypatch.setenv("RTB_TEST_CLOCKSOURCE", str(clocksource))
     stamp = run_agent(test_agent, ["CAL-REF:repeats=10"]).run.hello["clock"]["stamp"]
     assert stamp["source"] == "rdtsc" and "invariant" in stamp["reason"]
+    # invariant, but the kernel did not trust it across CPUs: the clock
+    clocksource.write_text("hpet\n")
+    stamp = run_agent(test_agent, ["CAL-REF:repeats=10"]).run.hello["clock"]["stamp"]
+    assert stamp["source"].startswith("clock_gettime") and "hpet" in stamp["reason"]
 
 
 D = 200_000  # ns: op_delay busy-waits this long inside each timed call

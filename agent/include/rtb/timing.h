@@ -26,7 +26,7 @@ typedef struct rtb_timing_info {
      * the CPUs agree on it. Else measured windows fall back to rtb_ts_now;
      * `stamp_reason` says why either way (the hello record carries it). */
     bool cycles_stamp;
-    char stamp_reason[96];
+    char stamp_reason[160];
 } rtb_timing_info;
 
 /* Calibrates the cycle counter and measures the read overheads (~100 ms). */

@@ -131,12 +131,35 @@ static bool tsc_invariant(char *reason, size_t cap)
         nonstop = has_word(line, "nonstop_tsc");
     }
     fclose(f);
-    if (constant && nonstop)
-        snprintf(reason, cap, "invariant TSC (constant_tsc nonstop_tsc in %s)", path);
-    else
+    if (!constant || !nonstop) {
         snprintf(reason, cap, "TSC not invariant: no%s%s in %s", constant ? "" : " constant_tsc",
                  nonstop ? "" : " nonstop_tsc", path);
-    return constant && nonstop;
+        return false;
+    }
+    /* Invariant on each CPU is not the same on every CPU: the kernel checks
+     * that (its TSC sync test) and keeps its own clock elsewhere when it
+     * does not trust the TSC; a window that spans two CPUs needs the same. */
+    const char *cs_path = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
+#ifdef RTB_TEST_HOOKS
+    const char *fake_cs = getenv("RTB_TEST_CLOCKSOURCE");
+    if (fake_cs && *fake_cs)
+        cs_path = fake_cs;
+#endif
+    char cs[32] = "";
+    FILE *c = fopen(cs_path, "r");
+    if (c) {
+        if (!fgets(cs, sizeof cs, c))
+            cs[0] = '\0';
+        fclose(c);
+        cs[strcspn(cs, "\n")] = '\0';
+    }
+    if (cs[0] && strcmp(cs, "tsc") != 0) {
+        snprintf(reason, cap, "invariant TSC, but the kernel's clocksource is %s, not tsc", cs);
+        return false;
+    }
+    snprintf(reason, cap, "invariant TSC (constant_tsc nonstop_tsc in %s%s)", path,
+             cs[0] ? "; the kernel's clocksource is tsc" : "");
+    return true;
 }
 #elif defined(__aarch64__)
 static bool tsc_invariant(char *reason, size_t cap)
