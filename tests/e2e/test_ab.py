@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 from helpers import rtbench
 
-from rtbench.experiments.ab import ConfigError, PreemptSwitch, merge_series, parse_config
+from rtbench.analysis.pooling import merge_series
+from rtbench.experiments.ab import parse_config
+from rtbench.machine.preempt import PreemptError, PreemptSwitch
 from rtbench.model import Histogram, Series
 from rtbench.store import Store
 
@@ -149,13 +151,13 @@ def test_preempt_switch_puts_the_mode_back(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt), sw.switched("lazy"):
         raise KeyboardInterrupt  # Ctrl-C in the middle of a run
     assert f.read_text() == "full"
-    with pytest.raises(ConfigError, match="offers none, voluntary, full, lazy"):
+    with pytest.raises(PreemptError, match="offers none, voluntary, full, lazy"):
         sw.check("fast")
     f.write_text("full")  # a kernel with one mode only
     sw.open()
     assert sw.original == "full"
     f.unlink()
-    with pytest.raises(ConfigError, match="no such file"):
+    with pytest.raises(PreemptError, match="no such file"):
         sw.open()
 
 

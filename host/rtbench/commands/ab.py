@@ -41,13 +41,13 @@ from rtbench.experiments.ab import (
     DEFAULT_INDICATORS,
     Config,
     ConfigError,
-    PreemptSwitch,
     Row,
     compare,
     parse_config,
 )
 from rtbench.io.atomic import OutputError, write_text
 from rtbench.machine.build import BuildError, ensure_agent
+from rtbench.machine.preempt import PreemptError, PreemptSwitch
 from rtbench.model import Run, worst_outcome
 from rtbench.outcomes import exit_code
 from rtbench.reports.tables import Column, Tabular, print_table
@@ -209,7 +209,7 @@ def ab(
             for cfg in sides:
                 if cfg.preempt:
                     switch.check(cfg.preempt)
-        except ConfigError as e:
+        except PreemptError as e:
             switch.close()
             fail(str(e))
         err.print(
@@ -245,7 +245,7 @@ def ab(
                     )
                     try:
                         taken = _one_run(target, exe, cfg, plan, switch, stop)
-                    except ConfigError as e:
+                    except PreemptError as e:
                         fail(str(e))
                     if taken.measured is None:
                         fail(f"{cfg.name} ({cfg.describe()}): {taken.unmeasured}")

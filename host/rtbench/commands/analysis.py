@@ -28,6 +28,7 @@ from rtbench.analysis.compare import (
 from rtbench.analysis.determinism import curves
 from rtbench.analysis.evt import DEFAULT_PROBABILITIES, MIN_BLOCKS, worst_case
 from rtbench.analysis.health import set_apart
+from rtbench.analysis.pooling import column
 from rtbench.analysis.rating import (
     Rating,
     Rubric,
@@ -53,7 +54,6 @@ from rtbench.commands.common import (
     print_data,
     say,
 )
-from rtbench.experiments.ab import column
 from rtbench.io.atomic import OutputError, atomic_binary, atomic_text
 from rtbench.io.cyclictest import read_cyclictest
 from rtbench.io.export import read_json, write_csv, write_json

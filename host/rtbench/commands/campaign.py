@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rtbench.analysis.health import set_apart
+from rtbench.analysis.pooling import failed_runs, pool
 from rtbench.commands.common import (
     check_output,
     err,
@@ -31,7 +32,6 @@ from rtbench.commands.common import (
     store_path,
 )
 from rtbench.commands.targets import target_cases
-from rtbench.experiments.ab import failed_runs, pool
 from rtbench.experiments.campaign import (
     LABEL_CAMPAIGN,
     LABEL_CELL,

@@ -116,7 +116,7 @@ def report(
     # test over its runs (rtbench.analysis.compare), as in `compare`.
     from rtbench.analysis.compare import NothingInCommon, configurations
     from rtbench.analysis.health import set_apart
-    from rtbench.experiments.ab import column
+    from rtbench.analysis.pooling import column
     from rtbench.model import Warning
 
     members, apart = set_apart(configurations(loaded) if len(loaded) > 1 else [loaded])
