@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from rich.table import Table
@@ -51,6 +51,9 @@ from rtbench.run import journal
 from rtbench.run.measure import StopSignals
 from rtbench.run.suites import Planned, SelectionError, select
 from rtbench.targets import Target
+
+if TYPE_CHECKING:
+    from rtbench.analysis.trend import SeriesSpec
 
 
 def _stored(ctx: click.Context, name: str) -> tuple[dict[str, str], list[int]]:
@@ -96,9 +99,7 @@ _STATE = {
 }
 
 
-def _status_table(
-    c: Campaign, stored: dict[str, str], running: set[str] | None = None
-) -> Table:
+def _status_table(c: Campaign, stored: dict[str, str], running: set[str] | None = None) -> Table:
     running = running or set()
     t = Table(header_style="bold", title=f"campaign {c.name}")
     for col in ("cell", "target", "spec", "load", "repetition", "state"):
@@ -205,6 +206,14 @@ def _report(ctx: click.Context, c: Campaign, html: Path, md: Path) -> list[Run]:
     "--status", is_flag=True, help="Only say which cells are done, running, failed or to run."
 )
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Tag every run.")
+@click.option(
+    "--trend",
+    "trend_spec",
+    metavar="CASE/SERIES[POINT]",
+    default=None,
+    help="Add the trend of this series over the campaign's runs (rtbench trend, by date): "
+    "NAME-trend.html beside the report, its table in the terminal and the Markdown copy.",
+)
 # A place's lane: the process a campaign starts per labgrid place (campaign_run.py).
 @click.option("--lane", metavar="TARGET", default=None, hidden=True)
 @click.pass_context
@@ -214,6 +223,7 @@ def campaign(
     output: Path | None,
     status: bool,
     labels: tuple[str, ...],
+    trend_spec: str | None,
     lane: str | None,
 ) -> None:
     """Run a campaign file: targets x loads x repetitions of the same cases,
@@ -231,6 +241,15 @@ def campaign(
     except CampaignError as e:
         fail(str(e))
     user_labels = parse_labels(labels)
+    spec: SeriesSpec | None = None
+    if trend_spec is not None:
+        # Imported here: the trend's analysis is not needed to start a campaign.
+        from rtbench.analysis.trend import TrendError, parse_spec
+
+        try:
+            spec = parse_spec(trend_spec)
+        except TrendError as e:
+            fail(str(e))
     if status:
         _status(ctx, c)
         sys.exit(0)
@@ -278,13 +297,11 @@ def campaign(
         return [sys.executable, "-m", "rtbench.cli", *db, "campaign", str(file),
                 "--lane", target, *tags]  # fmt: skip
 
-    runner = CellRunner(
-        c, targets, plans, user_labels, store_path(ctx), say, show, lane_argv
-    )
+    runner = CellRunner(c, targets, plans, user_labels, store_path(ctx), say, show, lane_argv)
     with StopSignals(say) as stop:
         runner.run(todo, stop)
         outcomes = runner.outcomes
-        code = _finish(ctx, c, html, md, stop, outcomes)
+        code = _finish(ctx, c, html, md, stop, outcomes, spec)
         stop.exiting()
     sys.exit(code)
 
@@ -318,6 +335,7 @@ def _finish(
     md: Path,
     stop: StopSignals,
     outcomes: list[str],
+    spec: SeriesSpec | None = None,
 ) -> int:
     stored, _ = _stored(ctx, c.name)
     left = pending(c, stored)
@@ -328,6 +346,8 @@ def _finish(
             f"comparison of {len(columns)} columns (target x load): {html} and {md}",
             highlight=False,
         )
+    if spec is not None:
+        _trend(ctx, c, spec, html, md if columns else None)
     if stop.exit_code is not None:
         say(f"{stop.why()}: {len(left)} cells remain; run the same command again to resume")
         return stop.exit_code
@@ -336,6 +356,43 @@ def _finish(
         return 2
     every: list[Any] = [stored.get(cell.key, "error") for cell in c.cells()]
     return exit_code(worst_outcome([*every, *outcomes]))
+
+
+def _trend(ctx: click.Context, c: Campaign, spec: SeriesSpec, html: Path, md: Path | None) -> None:
+    """`rtbench trend` over the campaign's stored runs (by date): a page
+    beside the report, the table here and under the Markdown report."""
+    from rtbench.analysis.trend import points
+    from rtbench.reports.markdown import md_escape
+    from rtbench.reports.tables import print_table
+    from rtbench.reports.trend import trend_html, trend_table
+
+    with open_store(ctx) as store:
+        runs = [store.load(r.id) for r in store.list_runs({LABEL_CAMPAIGN: c.name}, newest=None)]
+    pts = points(runs, spec, "date")
+    if not pts:
+        say(f"no trend: none of the campaign's {len(runs)} runs has {spec}")
+        return
+    table = trend_table(pts)
+    table.title = f"{spec} over the campaign's {len({p.run_id for p in pts})} runs, by date"
+    print_table(table, out)
+    page = html.parent / f"{c.name}-trend.html"
+    try:
+        write_text(page, trend_html(pts, spec, "date", f"campaign={c.name}", len(runs)))
+        if md is not None:
+            text = md.read_text(encoding="utf-8")
+            rows = [
+                "| " + " | ".join(col.header for col in table.columns) + " |",
+                "|" + "|".join("---:" if col.numeric else "---" for col in table.columns) + "|",
+            ]
+            rows += [
+                "| " + " | ".join(md_escape(col.cell(r).plain) for col in table.columns) + " |"
+                for r in table.rows
+            ]
+            body = "\n".join(rows)
+            write_text(md, f"{text.rstrip()}\n\n## Trend: {table.title}\n\n{body}\n")
+    except OutputError as e:
+        fail(str(e))
+    out.print(f"trend of {spec}: {page}", highlight=False)
 
 
 def register(main: click.Group) -> None:
