@@ -37,15 +37,21 @@ void rtb_os_isr_exit(void) { OSIntExit(); }
 
 void App_TaskCreateHook(OS_TCB *ptcb) { (void)ptcb; }
 void App_TaskDelHook(OS_TCB *ptcb) { (void)ptcb; }
-/* Idle waits for the next interrupt. uC/OS-II's idle loop counts inside a
- * critical section, so a busy loop would hold every interrupt for a few
- * instructions at a phase set by all the work before it: under QEMU's
- * -icount the tick that ends the runner's alignment sleep was then taken a
+/* Idle spins here for good, interrupts open. uC/OS-II's idle loop counts
+ * inside a critical section (OSIdleCtr, read only by the statistics task,
+ * which this build leaves out), so looping through it held every interrupt
+ * back a few instructions at a phase set by all the work before: under
+ * QEMU's -icount the tick that ends the runner's alignment came a
  * data-dependent number of instructions late (the hello's run identity
- * moved SEM-SHF's samples by one timestamp step, and a tick across them).
- * In WFI the interrupt is taken when it comes, as on a board that sleeps
- * when idle. */
-void App_TaskIdleHook(void) { __asm__ volatile("wfi"); }
+ * moved SEM-SHF's samples by a timestamp step, and a tick across them).
+ * A one-instruction loop takes an interrupt when it comes. Not WFI: under
+ * -icount sleep=off a board timer's interrupt then came half a period late
+ * (IRQ-LAT at 500 us: 508.72 us, half its samples lost). */
+void App_TaskIdleHook(void)
+{
+    for (;;)
+        __asm__ volatile("" ::: "memory");
+}
 void App_TaskReturnHook(OS_TCB *ptcb) { (void)ptcb; }
 void App_TaskStatHook(void) {}
 void App_TaskSwHook(void) {}
