@@ -4,8 +4,8 @@ tracefs and brought back with the stream.
 The guest has no Python: its `/init` sets tracefs up with busybox before
 the agent (the clock, a per-CPU buffer that holds the whole run, the
 events of rtbench.trace), passes the agent `--trace-marker`, and after it
-reads each CPU's binary buffer (`trace_pipe_raw`, under `timeout`: the
-file blocks once empty) and sends it, with the kernel's event formats, as
+reads each CPU's binary buffer (`trace_pipe_raw`, until what was read stops
+growing: the file blocks once empty) and sends it, with the kernel's event formats, as
 base64 marker lines on the stream port. The host rebuilds the directory
 `Capture.load` reads and the trace is split or attributed as a local one.
 """
@@ -56,10 +56,23 @@ if [ -f /rtbench/trace ]; then
     echo "MARKER trace begin clock=$tclock events=$tenabled" >/dev/PORT
     tt=${TRACETMP:-/tmp/trace}
     mkdir -p $tt
+    tpids=""
     for d in $T/per_cpu/cpu*; do
-        timeout 5 cat $d/trace_pipe_raw >$tt/${d##*/}.raw &
+        cat $d/trace_pipe_raw >$tt/${d##*/}.raw &
+        tpids="$tpids $!"
     done
-    wait
+    # The files block once empty: the readers are stopped when what they
+    # wrote has stopped growing for 3 s, not after a fixed time (a loaded
+    # TCG guest takes long to read megabytes; a cut read loses the newest
+    # events, --break's among them).
+    ts=-1; tk=0
+    while [ $tk -lt 3 ]; do
+        sleep 1
+        tn=$(ls -l $tt | awk '{s += $5} END {print s + 0}')
+        if [ "$tn" = "$ts" ]; then tk=$((tk + 1)); else tk=0; ts=$tn; fi
+    done
+    kill $tpids 2>/dev/null
+    wait $tpids 2>/dev/null
     for d in $T/per_cpu/cpu*; do
         c=${d##*/}
         o=$(grep -E '^(overrun|dropped events):' $d/stats | awk '{s += $NF} END {print s + 0}')
