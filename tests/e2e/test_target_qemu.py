@@ -20,7 +20,7 @@ import pytest
 import tools
 
 from rtbench.model import Run
-from rtbench.run.session import Interrupted, Progress, collect
+from rtbench.run.session import Interrupted, StreamProgress, collect
 from rtbench.store import Store
 from rtbench.stream import Record
 from rtbench.targets import kernels, resolve
@@ -156,7 +156,7 @@ def test_rsp_io_runs_in_the_guest_with_its_stimulator(rt_one_cpu: QemuTransport)
 
 
 def test_killed_guest_keeps_finished_cases(rt: QemuTransport) -> None:
-    def kill_after_first_case(rec: Record, progress: Progress) -> None:
+    def kill_after_first_case(rec: Record, progress: StreamProgress) -> None:
         if rec.kind == "end" and progress.cases_done == 1:
             assert rt.pid is not None
             os.kill(rt.pid, signal.SIGKILL)
@@ -171,7 +171,7 @@ def test_killed_guest_keeps_finished_cases(rt: QemuTransport) -> None:
 
 
 def test_ctrl_c_stops_the_guest(rt: QemuTransport) -> None:
-    def interrupt_after_first_case(rec: Record, progress: Progress) -> None:
+    def interrupt_after_first_case(rec: Record, progress: StreamProgress) -> None:
         if rec.kind == "end" and progress.cases_done == 1:
             raise KeyboardInterrupt
 

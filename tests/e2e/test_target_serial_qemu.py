@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import tools
 
-from rtbench.run.session import Progress, collect
+from rtbench.run.session import StreamProgress, collect
 from rtbench.stream import Record
 from rtbench.targets import initramfs, resolve
 from rtbench.targets.qemu import QemuTarget, find_qemu
@@ -76,7 +76,7 @@ def test_stream_through_qemus_uart_and_a_killed_guest_keeps_its_cases(
     target = resolve(f"serial://{pty}?wait=300")
     assert isinstance(target, SerialTarget) and target.command is None
 
-    def kill_after_first_case(rec: Record, progress: Progress) -> None:
+    def kill_after_first_case(rec: Record, progress: StreamProgress) -> None:
         if rec.kind == "end" and progress.cases_done == 1:
             proc.kill()
 

@@ -40,7 +40,7 @@ from rtbench.trace.formats import (
 from rtbench.trace.pairing import FIELDS, pair
 from rtbench.trace.ringbuf import LOST, Event, RingBufferError, Spec, parse_page
 from rtbench.trace.split import TICK_TOLERANCE, add_kernel_split, split_cases
-from rtbench.trace.tracefs import EVENTS, TRACEFS, Capture, Journal, is_mounted, toplevel_lock
+from rtbench.trace.tracefs import EVENTS, TRACEFS, Capture, TraceJournal, is_mounted, toplevel_lock
 
 SAMPLE = Path(__file__).resolve().parent / "data" / "trace-sample"
 MS = 1_000_000
@@ -704,7 +704,7 @@ def test_journal_restores_originals_in_reverse(tmp_path: Path) -> None:
     size.write_text("7 (expanded: 1408)\n")
     enable = tmp_path / "enable"
     enable.write_text("0\n")
-    j = Journal()
+    j = TraceJournal()
     order: list[str] = []
     j.did("first", lambda: order.append("first"))
     j.set(clock, "mono_raw")
@@ -722,7 +722,7 @@ def test_journal_goes_on_after_a_failure(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     a.write_text("1")
     b.write_text("2")
-    j = Journal()
+    j = TraceJournal()
     j.set(a, "x")
     j.set(b, "y")
     b.unlink()

@@ -65,7 +65,7 @@ MIN_TAIL_SAMPLES = 10
 
 
 @dataclass
-class Row:
+class CompareRow:
     case: str
     series: str
     point_key: str
@@ -117,7 +117,7 @@ class Row:
 class Comparison:
     runs: list[Run]
     indicator: str
-    rows: list[Row]
+    rows: list[CompareRow]
     # Per column, the runs it stands for (repetitions of one configuration).
     members: list[list[Run]] = field(default_factory=list)
     # Why nothing can be significant ('' when the runs allow a test).
@@ -125,7 +125,7 @@ class Comparison:
     tested: int = 0  # rows with a p-value (the adjustment's count)
 
     @property
-    def differing(self) -> list[Row]:
+    def differing(self) -> list[CompareRow]:
         return [r for r in self.rows if r.differs]
 
 
@@ -219,7 +219,7 @@ def _effect(per_run: list[list[float]]) -> tuple[float | None, float | None]:
     return (max(ranges) if ranges else None), (max(changes) if changes else None)
 
 
-def _adjust(rows: list[Row]) -> int:
+def _adjust(rows: list[CompareRow]) -> int:
     """Benjamini-Hochberg over the rows tested: their p-values become the
     adjusted ones. Returns how many were tested."""
     tested = [r for r in rows if r.pvalue is not None]
@@ -269,7 +269,7 @@ def _ratio(value: float | None, base: float | None) -> float | None:
     return value / base
 
 
-def _row(key: Key, found: list[Series | None], indicator: str) -> Row:
+def _row(key: Key, found: list[Series | None], indicator: str) -> CompareRow:
     sigma3 = indicator == "max_3sigma"
     stats = [series_stats(s, sigma3=sigma3) if s is not None else None for s in found]
     values = [st.value(indicator) if st else None for st in stats]
@@ -277,7 +277,7 @@ def _row(key: Key, found: list[Series | None], indicator: str) -> Row:
     why = [instability(st, indicator) if st and v is not None else "" for st, v in
            zip(stats, values, strict=True)]  # fmt: skip
     first = next(s for s in found if s is not None)
-    return Row(
+    return CompareRow(
         case=key[0],
         series=key[1],
         point_key=key[2],

@@ -39,9 +39,9 @@ from rtbench.commands.targets import (
 )
 from rtbench.experiments.ab import (
     DEFAULT_INDICATORS,
+    ABRow,
     Config,
     ConfigError,
-    Row,
     compare,
     parse_config,
 )
@@ -52,15 +52,12 @@ from rtbench.model import Run, worst_outcome
 from rtbench.outcomes import exit_code
 from rtbench.reports.tables import Column, Tabular, print_table
 from rtbench.reports.tables import Row as TRow
+from rtbench.reports.units import us
 from rtbench.run.measure import Plan, StopSignals, check_args, plan_for
 from rtbench.run.measure_store import Taken, measure_and_store
 from rtbench.run.suites import Planned, SelectionError, select
 from rtbench.targets import Target
 from rtbench.transports import TransportError
-
-
-def us(ns: float | None) -> str:
-    return "-" if ns is None else f"{ns / 1000:.3f}"
 
 
 def _one_run(
@@ -78,7 +75,7 @@ def _one_run(
         return measure_and_store(open_transport(target, exe), plan, stop, say=say)
 
 
-def _table(rows: list[Row]) -> Tabular:
+def _table(rows: list[ABRow]) -> Tabular:
     """B/A per indicator, printed at the terminal's width: columns are left
     out by priority, never a number cut (rtbench.reports.tables)."""
 

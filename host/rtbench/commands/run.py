@@ -39,8 +39,7 @@ from rtbench.run import soak
 from rtbench.run.measure import Measured, StopSignals, plan_for, read_stream
 from rtbench.run.measure_store import Taken, measure_and_store, store_measured
 from rtbench.run.request import AgentRequest
-from rtbench.run.session import Interrupted
-from rtbench.run.session import Progress as SessionProgress
+from rtbench.run.session import Interrupted, StreamProgress
 from rtbench.run.suites import SelectionError, select
 from rtbench.stream import Record, StreamError
 
@@ -290,7 +289,7 @@ def run(
             defaults = {cid: c.params for cid, c in known.items()}
             with RunProgress(plan, defaults, err, duration_s, target.name) as progress:
 
-                def on_record(rec: Record, p: SessionProgress) -> None:
+                def on_record(rec: Record, p: StreamProgress) -> None:
                     progress.on_record(rec.kind, rec.body)
 
                 taken = measure_and_store(

@@ -128,7 +128,7 @@ def parse_config(name: str, items: tuple[str, ...] | list[str]) -> Config:
 
 
 @dataclass
-class Row:
+class ABRow:
     case: str
     series: str
     indicator: str
@@ -147,14 +147,14 @@ class Row:
         return self.__dict__.copy()
 
 
-def compare(a_runs: list[Run], b_runs: list[Run], indicators: tuple[str, ...]) -> list[Row]:
+def compare(a_runs: list[Run], b_runs: list[Run], indicators: tuple[str, ...]) -> list[ABRow]:
     """Per series and indicator: A, B, B/A and the test of the two pools."""
     a, b = pool(a_runs), pool(b_runs)
-    rows: list[Row] = []
+    rows: list[ABRow] = []
     for ind in indicators:
         for r in compare_runs([a, b], ind, members=[a_runs, b_runs]).rows:
             rows.append(
-                Row(
+                ABRow(
                     case=r.case,
                     series=r.label,
                     indicator=ind,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from rtbench.analysis.compare import Comparison, Row, compare_runs, matching_test
+from rtbench.analysis.compare import CompareRow, Comparison, compare_runs, matching_test
 from rtbench.model import Run
 from rtbench.reports import charts
 from rtbench.reports.content import RunView, fmt, run_name, run_view
@@ -17,7 +17,7 @@ from rtbench.reports.figures import find_series
 
 @dataclass
 class CompareRowView:
-    row: Row
+    row: CompareRow
     unit: str
     values: list[str]
     ratios: list[str]
@@ -116,7 +116,7 @@ def _lead(view: ComparisonView, comparison: Comparison, runs: list[Run]) -> None
     changed = [r for r in tested if r.differs]
     view.unchanged = len(tested) - len(changed)
 
-    def size(r: Row) -> float:
+    def size(r: CompareRow) -> float:
         ratios = [x for x in r.ratios[1:] if x]
         return max((abs(math.log(x)) for x in ratios), default=0.0)
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rtbench.reports.units import us
+
 
 @dataclass(frozen=True)
 class CpuFigures:
@@ -53,7 +55,7 @@ def snapshot(body: dict[str, Any]) -> Snapshot:
 
 
 def _us(ns: float | None) -> str:
-    return "-" if ns is None else f"{ns / 1000:.1f}"
+    return us(ns, 1)
 
 
 def _elapsed(snap: Snapshot, planned_s: float | None) -> str:

@@ -10,7 +10,7 @@ from rich.text import Text
 from rtbench.model import Run
 from rtbench.reports.figures import figures_table
 from rtbench.reports.tables import print_table
-from rtbench.reports.units import fmt_value
+from rtbench.reports.units import us
 from rtbench.verdict import verdict
 
 _OUTCOME_STYLE = {
@@ -21,10 +21,6 @@ _OUTCOME_STYLE = {
     "skipped": "yellow",
 }
 _VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "bold red", "skip": "yellow"}
-
-
-def us(ns: float | None) -> str:
-    return fmt_value(ns, "ns")
 
 
 def _header(run: Run, console: Console) -> None:

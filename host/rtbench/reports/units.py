@@ -56,6 +56,14 @@ def fmt_value(value: float | None, unit: str = "ns") -> str:
     return f"{value:.6g}"
 
 
+def us(ns: float | None, decimals: int = 3, unit: bool = False) -> str:
+    """Nanoseconds as µs, the one formatter every table, note and live line
+    uses: `decimals` places, " µs" after it when `unit`, "-" for none."""
+    if ns is None or ns != ns:  # None or NaN
+        return "-"
+    return f"{ns / 1000:.{decimals}f}" + (" µs" if unit else "")
+
+
 # A length of time (a slice, a period, a timestamp) this long or longer
 # reads in ms: a 98.6 ms round-robin slice was 98644.997 µs. Latencies stay
 # in µs, the unit every latency table and criterion is written in.

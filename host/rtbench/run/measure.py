@@ -37,8 +37,7 @@ from rtbench.machine import probe
 from rtbench.model import Run
 from rtbench.run.journal import Journal, is_journal_line, parse_header
 from rtbench.run.request import AgentRequest
-from rtbench.run.session import Interrupted, collect
-from rtbench.run.session import Progress as RunProgress
+from rtbench.run.session import Interrupted, StreamProgress, collect
 from rtbench.store import (
     AlreadyStored,
     Store,
@@ -51,7 +50,7 @@ from rtbench.stream import Record, UnsupportedStreamVersion
 from rtbench.transports import ReplayTransport, Transport
 
 Say = Callable[[str], None]
-OnRecord = Callable[[Record, RunProgress], None]
+OnRecord = Callable[[Record, StreamProgress], None]
 
 # A busy store (another writer) is tried this many times, waiting the busy
 # timeout (RTBENCH_DB_TIMEOUT) each time and backing off in between.

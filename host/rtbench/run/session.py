@@ -27,7 +27,7 @@ MARGIN_S = 30.0
 
 
 @dataclass
-class Progress:
+class StreamProgress:
     case: str = ""
     records: int = 0
     cases_done: int = 0
@@ -36,7 +36,7 @@ class Progress:
 def collect(
     transport: Transport,
     args: list[str],
-    on_record: Callable[[Record, Progress], None] | None = None,
+    on_record: Callable[[Record, StreamProgress], None] | None = None,
     raw_sink: BinaryIO | None = None,
     tee: Callable[[bytes, Record | None], None] | None = None,
     why_stopped: Callable[[], str] | None = None,
@@ -50,7 +50,7 @@ def collect(
     own); `why_stopped` words a KeyboardInterrupt (Ctrl-C, SIGTERM), which
     only the reading of lines inside `armed()` lets in (`measure.StopSignals`)."""
     parser = StreamParser()
-    progress = Progress()
+    progress = StreamProgress()
     started = datetime.now(UTC).isoformat(timespec="seconds")
     failure: StreamIssue | None = None
     interrupted = False
@@ -117,8 +117,8 @@ def collect(
 def _read(
     transport: Transport,
     parser: StreamParser,
-    progress: Progress,
-    on_record: Callable[[Record, Progress], None] | None,
+    progress: StreamProgress,
+    on_record: Callable[[Record, StreamProgress], None] | None,
     raw_sink: BinaryIO | None,
     tee: Callable[[bytes, Record | None], None] | None,
     skip: Callable[[bytes], bool] | None,

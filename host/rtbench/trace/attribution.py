@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from rtbench.model import Run
 from rtbench.model import Warning as RunWarning
+from rtbench.reports.units import us
 from rtbench.trace.formats import FormatError
 from rtbench.trace.ringbuf import LOST, Event, RingBufferError
 from rtbench.trace.tracefs import Capture
@@ -199,7 +200,7 @@ class Spike:
 
 
 def _us(ns: float) -> str:
-    return f"{ns / 1000:.1f} µs"
+    return us(ns, 1, unit=True)
 
 
 # --- finding the break --------------------------------------------------------

@@ -25,6 +25,7 @@ import numpy as np
 from rtbench.analysis import stalls
 from rtbench.model import CaseResult, Check, Point, Run, Series
 from rtbench.model import Warning as RunWarning
+from rtbench.reports.units import us
 from rtbench.trace.formats import FormatError
 from rtbench.trace.noise import name_noise
 from rtbench.trace.pairing import FIELDS, Interval, Pairing, Wakeup, Window, pair
@@ -253,7 +254,7 @@ def _ms(ns: float) -> str:
 
 
 def _us(ns: float) -> str:
-    return f"{ns / 1e3:.1f} µs"
+    return us(ns, 1, unit=True)
 
 
 def tick_cross_check(

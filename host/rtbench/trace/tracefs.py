@@ -11,7 +11,7 @@ Ctrl-C, SIGTERM, an agent that crashed), it stops tracing, reads what is
 left, and undoes every change in reverse order.
 
 Restoring follows rtla: every file written keeps its original value beside
-it in a journal (`Journal`), and the journal is played back at the end. The
+it in a journal (`TraceJournal`), and the journal is played back at the end. The
 mount and the instance are journal entries too. A second Ctrl-C while the
 journal plays back is held until it has finished.
 
@@ -117,7 +117,7 @@ def toplevel_lock(shared: bool = True) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _lock_toplevel(journal: Journal) -> None:
+def _lock_toplevel(journal: TraceJournal) -> None:
     import fcntl
 
     f = open(TOPLEVEL_LOCK, "a")  # noqa: SIM115 (held until the journal plays back)
@@ -172,7 +172,7 @@ def restorable_value(path: Path, current: str) -> str:
     return current
 
 
-class Journal:
+class TraceJournal:
     """Changes made to the system, each with what undoes it, played back in
     reverse order. A file's original value is the one read before its first
     write; later writes to the same file keep it."""
@@ -469,7 +469,7 @@ class Recorder:
         self.clocks = clocks
         self.drain_interval = drain_interval
         self.avoid_cpu = avoid_cpu
-        self.journal = Journal()
+        self.journal = TraceJournal()
         self.dir: Path = root  # the instance's directory, or root
         self.capture: Capture | None = None
         self.unavailable: str | None = None
