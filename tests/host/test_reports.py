@@ -6,6 +6,7 @@ cannot show (no CAL-REF: no scores; no raw samples: histogram only)."""
 
 from __future__ import annotations
 
+import html as html_lib
 import importlib.util
 import re
 from pathlib import Path
@@ -19,7 +20,7 @@ from rtbench.analysis.evt import worst_case
 from rtbench.cli import main
 from rtbench.model import Histogram, Run, Series, StreamIssue
 from rtbench.reference import figures_for
-from rtbench.reports import charts
+from rtbench.reports import charts, svgchart
 from rtbench.reports.html import html_report, render_html
 from rtbench.reports.jitter import jitter_table
 from rtbench.reports.markdown import md_escape, render_markdown
@@ -484,12 +485,32 @@ def test_comparison_leads_with_what_changed_in_the_tested_figure() -> None:
     assert "No test:" in one and "one run per side" in one and "2.000×" not in one
 
 
-def test_charts_drawn_once_are_not_clipped(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Charts without a legend outside the axes are drawn once with fixed
-    margins (no tight bounding box: that draws twice); what they draw must
-    fit those margins, for wide values and both signs too."""
-    from matplotlib.figure import Figure
+def _texts_outside(svg: str) -> list[str]:
+    """Text elements of a chart whose estimated extent (the widths the
+    chart lays out with) leaves its viewBox."""
+    width, height = (float(v) for v in re.findall(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg)[0])
+    default = float(re.findall(r'<svg[^>]*font-size="([\d.]+)"', svg)[0])
+    out = []
+    for attrs, text in re.findall(r"<text ([^>]*)>([^<]*)</text>", svg):
+        x, y = (float(v) for v in re.findall(r'\b[xy]="([-\d.]+)"', attrs)[:2])
+        size = float((re.findall(r'font-size="([\d.]+)"', attrs) or [default])[0])
+        w = svgchart.text_width(html_lib.unescape(text), size)
+        anchor = (re.findall(r'text-anchor="(\w+)"', attrs) or ["start"])[0]
+        start = {"start": 0.0, "middle": -w / 2, "end": -w}[anchor]
+        along, across = (start, start + w), (-size * 0.8, size * 0.25)  # baseline-relative
+        if "rotate(-90" in attrs:  # reads upwards: along the text is -y
+            box = (x + across[0], y - along[1], x + across[1], y - along[0])
+        else:
+            box = (x + along[0], y + across[0], x + along[1], y + across[1])
+        if box[0] < 0 or box[1] < 0 or box[2] > width or box[3] > height:
+            out.append(f"{text}: {box} outside {width} x {height}")
+    return out
 
+
+def test_chart_text_stays_inside_the_chart() -> None:
+    """Every label of every chart of a report (long titles, wide values,
+    both signs, legends) lies inside its chart: the canvas grows to hold
+    what is written (the browser test checks the same with real fonts)."""
     from rtbench.reports.content import run_view
 
     w = StreamWriter()
@@ -503,21 +524,66 @@ def test_charts_drawn_once_are_not_clipped(monkeypatch: pytest.MonkeyPatch) -> N
     w.bye()
     parsed = parse_lines(w.lines)
     wide = assemble(parsed.records, parsed.issues, parsed.log)
-    original = charts.to_svg
-    clipped: list[str] = []
-    drawn: list[bool] = []
-
-    def checked(fig: Figure, title: str, tight: bool = False) -> str:
-        svg = original(fig, title, tight)
-        drawn.append(tight)
-        if not tight:
-            box, (width, height) = fig.get_tightbbox(), fig.get_size_inches()
-            if box.x0 < 0 or box.y0 < 0 or box.x1 > width or box.y1 > height:
-                clipped.append(f"{title}: {box} outside {width} x {height} in")
-        return svg
-
-    monkeypatch.setattr(charts, "to_svg", checked)
+    svgs: list[str] = []
     for r in (make_run(), wide):
-        run_view(r)
-    assert drawn.count(False) >= 4, drawn  # the test saw charts drawn once
+        view = run_view(r)
+        assert view.summary is not None
+        svgs += [x for x in (view.summary.histogram, view.summary.exceedance) if x]
+        for c in view.cases:
+            svgs += [*c.charts, *([c.timeseries] if c.timeseries else [])]
+            svgs += [cv.svg for cv in c.curves if cv.svg]
+    assert len(svgs) >= 8
+    clipped = [f"{title}: {t}" for svg in svgs
+               for title in re.findall(r"<title>(.*?)</title>", svg)[:1]
+               for t in _texts_outside(svg)]  # fmt: skip
     assert not clipped, clipped
+
+
+def _path_points(d: str) -> list[tuple[float, float]]:
+    nums = [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", d)]
+    return list(zip(nums[::2], nums[1::2], strict=True))
+
+
+def test_histogram_bars_are_the_known_counts() -> None:
+    """Known answer: a histogram of counts 1, 10, 100, 1000 and 30 in
+    buckets [10, 11), [11, 12), [12, 13), [13, 14) and [20, 21) µs is drawn
+    as steps whose heights above the floor (half a count) are log10(2c)
+    in one pixel scale, at those x positions in one scale, and empty
+    buckets between them at the floor; the max is marked where it is."""
+    counts = {0: 1, 1: 10, 2: 100, 3: 1000, 10: 30}
+    hist = Histogram(
+        {"kind": "linear", "lo": 10_000, "width": 1000, "buckets": 64},
+        sorted(counts.items()),
+        n=sum(counts.values()),
+        min=10_000,
+        max=20_999,
+        sum=0,
+    )
+    s = Series("CASE-X", "latency", hist=hist, n=hist.n, min=10_000, max=20_999)
+    svg = charts.group_svg("CASE-X", "latency", [s])
+    assert svg is not None
+    filled = re.findall(r'<path d="([^"]*) Z" fill="#1f77b4"', svg)
+    assert len(filled) == 1
+    pts = _path_points(filled[0])
+    base = pts[0][1]
+    assert pts[-1][1] == base  # closed down to the floor at both ends
+    steps = pts[1:-1]  # (x0, y), (x1, y) per bucket, the gap as one bucket
+    levels = [y for (_, y), (_, y2) in zip(steps[::2], steps[1::2], strict=True) if y == y2]
+    heights = [base - y for y in levels]
+    expected = [1, 10, 100, 1000, 0, 30]  # the gap [14, 20) at the floor
+    assert len(heights) == len(expected)
+    assert heights[4] == pytest.approx(0, abs=0.1)
+    per_decade = (heights[3] - heights[0]) / 3  # 1 to 1000: three decades
+    for h, c in zip(heights, expected, strict=True):
+        want = np.log10(2 * c) * per_decade if c else 0.0
+        assert h == pytest.approx(want, abs=0.25), (heights, expected)
+    xs = sorted({x for x, _ in steps})
+    per_us = (xs[-1] - xs[0]) / 11  # 10 to 21 µs
+    for x, edge in zip(xs, [10, 11, 12, 13, 14, 20, 21], strict=True):
+        assert x - xs[0] == pytest.approx((edge - 10) * per_us, abs=0.25)
+    # the max (20.999 µs): a dashed line inside the last bucket
+    mark = re.findall(r'<path d="([^"]*)" fill="none" stroke="#d62728"[^>]*dasharray', svg)
+    assert len(mark) == 1
+    mx = _path_points(mark[0])[0][0]
+    assert mx - xs[0] == pytest.approx((20.999 - 10) * per_us, abs=0.25)
+    assert "max 20.999 µs" in svg and "n = 1141" in svg

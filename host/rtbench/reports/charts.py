@@ -1,34 +1,25 @@
-"""Charts for the reports, as inline SVG strings.
+"""Charts for the reports, as inline SVG strings drawn by
+`rtbench.reports.svgchart` (no matplotlib: a quick run's report has a
+hundred charts, and matplotlib took 70-90 ms each plus 1.3 s to import).
 
-Drawn with matplotlib's object API (a `Figure` per chart, never pyplot), so
-no global state, no display and no GUI backend is involved; saved as SVG
-with text kept as text (`svg.fonttype: none`) so that a report stays small,
-needs no font file and its numbers can be searched in the browser.
-
-Every SVG's ids get a prefix of their own: matplotlib names clip paths and
-markers by a hash of their geometry, so two charts in one page would
-otherwise share (duplicate) ids.
+Distributions are the series' histogram buckets as steps (one path per
+line), on a log count axis whose floor, half a count, keeps a single
+sample visible; a series over time is its samples, or min/max bands of
+consecutive samples when there are many (a spike survives any reduction).
 """
 
 from __future__ import annotations
 
-import io
 import itertools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-import matplotlib
 import numpy as np
 import numpy.typing as npt
-from matplotlib.axes import Axes
-from matplotlib.axis import XAxis, YAxis
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, NullFormatter, NullLocator
 
 from rtbench.analysis.stored import usable_hist
 from rtbench.model import Int64Array, Series
+from rtbench.reports.svgchart import Axis, Chart, axis_for
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -36,24 +27,7 @@ FloatArray = npt.NDArray[np.float64]
 # stride would hide exactly the spikes a latency plot is for.
 MAX_POINTS = 240
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
-# dict[Any, Any]: matplotlib types the keys as a Literal of every rc name.
-_RC: dict[Any, Any] = {
-    "svg.fonttype": "none",
-    "svg.hashsalt": "rtbench",  # deterministic output for the same data
-    "font.family": "sans-serif",
-    "font.size": 8.0,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-}
-_ids = itertools.count(1)
-_PATH_DATA = re.compile(r'\bd="[^"]*"')
-_DECIMALS = re.compile(r"(\.\d)\d+")
-_LINETO = re.compile(r"\s*\n\s*L\s+")
-_ATTR = re.compile(r'(\b(?:x|y|x1|x2|y1|y2|width|height|transform|viewBox)=")([^"]*)"')
-_FONT = re.compile(r"font-family: [^;\"]*;? ?")
-_INDENT = re.compile(r"\n[ \t]+")
-_NO_ROTATION = re.compile(r' transform="rotate\(-0 [^"]*\)"')
-_GROUP_ID = re.compile(r'<g id="[^"]*">')
+FLOOR = 0.5  # the log count axis' floor: a single count stays visible
 
 
 @dataclass
@@ -66,12 +40,6 @@ class Bar:
 def unit_scale(unit: str) -> tuple[float, str]:
     """Divisor and display unit: nanoseconds are shown in µs."""
     return (1000.0, "µs") if unit == "ns" else (1.0, unit)
-
-
-def plain(text: str) -> str:
-    """Text for matplotlib as it is: `$` would start mathtext (and a parse
-    error on arbitrary labels)."""
-    return text.replace("$", r"\$")
 
 
 def hist_bars(s: Series) -> list[Bar]:
@@ -125,102 +93,23 @@ def downsample_minmax(
     return starts.astype(np.float64), mins, maxs
 
 
-def _figure(width: float = 6.4, height: float = 2.4) -> tuple[Figure, Axes]:
-    # Fixed margins: a layout engine measures every tick label twice and
-    # would triple the time a report takes; these fit the labels we draw.
-    fig = Figure(figsize=(width, height))
-    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.2, top=0.88)
-    return fig, fig.add_subplot()
+def _x_axis(bars: Sequence[Bar], div: float) -> Axis:
+    """Values of both signs: a linear axis centred on 0 (a log axis would
+    hide the negative half); positive values spanning more than a decade:
+    a log axis (the tail of a latency distribution is orders of magnitude
+    from its body); else linear."""
+    lo, hi = min(b.lo for b in bars) / div, max(b.hi for b in bars) / div
+    if lo < 0:
+        reach = max(abs(lo), abs(hi)) * 1.05
+        return Axis(-reach, reach)
+    first = min((b.lo for b in bars if b.lo > 0), default=0.0) / div
+    if first > 0 and hi / first > 10:
+        return axis_for(first, hi, log=True)
+    return axis_for(lo, hi, log=False)
 
 
-def to_svg(fig: Figure, title: str, tight: bool = False) -> str:
-    """The figure as an SVG element to inline in HTML: no XML prologue, no
-    metadata, ids made unique, an accessible title. `tight`: the canvas is
-    fitted to what is drawn (a legend outside the axes); it draws the
-    figure twice, the cost of a report's charts, so only where the fixed
-    margins of `_figure` cannot hold what is drawn
-    (tests/host/test_reports.py: no chart of a run is clipped)."""
-    buf = io.StringIO()
-    fig.savefig(
-        buf,
-        format="svg",
-        metadata={"Date": None, "Creator": None},
-        bbox_inches="tight" if tight else None,
-        pad_inches=0.04,
-    )
-    svg = buf.getvalue()
-    svg = svg[svg.index("<svg") :]
-    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, count=1, flags=re.S)
-    # Path coordinates are in points: a tenth of one is finer than a pixel,
-    # and the default six decimals double the size of a report; a lineto
-    # after a lineto needs no "L" (SVG repeats the command).
-    svg = _PATH_DATA.sub(lambda m: _LINETO.sub(" ", _DECIMALS.sub(r"\1", m.group())), svg)
-    # The same for positions in other attributes; the font list of every
-    # text element goes to the page's CSS (svg.chart text), indentation away.
-    svg = _ATTR.sub(lambda m: m.group(1) + _DECIMALS.sub(r"\1", m.group(2)) + '"', svg)
-    svg = _FONT.sub("", svg)
-    svg = _INDENT.sub("\n", svg)
-    svg = _NO_ROTATION.sub("", svg)
-    svg = _GROUP_ID.sub("<g>", svg)  # only defs are referenced by id
-    prefix = f"c{next(_ids)}-"
-    for ident in set(re.findall(r'\bid="([^"]+)"', svg)):
-        svg = svg.replace(f'id="{ident}"', f'id="{prefix}{ident}"')
-        svg = svg.replace(f"#{ident})", f"#{prefix}{ident})")
-        svg = svg.replace(f'href="#{ident}"', f'href="#{prefix}{ident}"')
-    head_end = svg.index(">") + 1
-    svg = f"{svg[:head_end]}<title>{_xml_text(title)}</title>{svg[head_end:]}"
-    return svg.replace("<svg ", '<svg role="img" class="chart" ', 1)
-
-
-def _xml_text(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _draw_bars(ax: Axes, bars: Sequence[Bar], div: float) -> None:
-    """One filled step path (one SVG element, not one per bucket) on a log
-    count axis whose floor, half a count, keeps single counts visible."""
-    edges, counts = dense(bars)
-    floor = 0.5
-    ax.stairs(
-        np.maximum(counts, floor),
-        edges / div,
-        fill=True,
-        baseline=floor,
-        color=COLORS[0],
-        alpha=0.85,
-    )
-    log_axis(ax, "y", minor=False)
-    ax.set_ylim(bottom=floor)
-
-
-def log_axis(ax: Axes, which: str, minor: bool = False) -> None:
-    """A log scale labelled 1, 10, 100, ... in plain text: the default
-    labels are mathtext, which costs more than the rest of a chart."""
-    if which == "x":
-        ax.set_xscale("log")
-        axis: XAxis | YAxis = ax.xaxis
-    else:
-        ax.set_yscale("log")
-        axis = ax.yaxis
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    axis.set_minor_formatter(NullFormatter())
-    if not minor:
-        axis.set_minor_locator(NullLocator())
-
-
-def _log_x_if_wide(ax: Axes, lo: float, hi: float) -> None:
-    """Log x when the values span more than a decade and are positive: the
-    tail of a latency distribution is orders of magnitude from its body."""
-    if lo > 0 and hi / lo > 10:
-        log_axis(ax, "x")
-
-
-def _symmetric_x(ax: Axes, bars: Sequence[Bar], div: float) -> None:
-    """A linear x axis centred on 0, for values of both signs (a deviation
-    from a release time): a log axis would hide the negative half."""
-    reach = max(max(abs(b.lo), abs(b.hi)) for b in bars) / div
-    ax.set_xlim(-reach * 1.05, reach * 1.05)
-    ax.axvline(0, color="#888888", linewidth=0.6)
+def _count_axis(top: float, bottom: float = FLOOR) -> Axis:
+    return axis_for(bottom, max(top, bottom * 2), log=True, margin=0.05)
 
 
 def group_svg(case: str, name: str, group: Sequence[Series]) -> str | None:
@@ -236,39 +125,52 @@ def group_svg(case: str, name: str, group: Sequence[Series]) -> str | None:
     div, unit = unit_scale(drawn[0][0].unit)
     single = len(drawn) == 1
     all_bars = [b for _, bars in drawn for b in bars]
-    signed = min(b.lo for b in all_bars) < 0
-    with matplotlib.rc_context(_RC):
-        fig, ax = _figure(height=2.3)
-        for (s, bars), color in zip(drawn, itertools.cycle(COLORS), strict=False):
-            edges, counts = dense(bars)
-            scale = 1.0 if single else 1.0 / max(s.n, 1)
-            label = f"{s.label}: max {s.max / div:.3f}" if s.max is not None else s.label
-            if single:
-                _draw_bars(ax, bars, div)
-            else:
-                ax.stairs(counts * scale, edges / div, color=color, linewidth=1.0)
-            if not single:
-                ax.plot([], [], color=color, label=plain(label))
-            if s.max is not None and single:
-                ax.axvline(s.max / div, color=COLORS[1], linestyle="--", linewidth=0.8)
-        if not single:
-            log_axis(ax, "y", minor=False)
-        if signed:
-            _symmetric_x(ax, all_bars, div)
-        else:
-            first = min((b.lo for b in all_bars if b.lo > 0), default=0.0)
-            _log_x_if_wide(ax, first / div, max(b.hi for b in all_bars) / div)
-        ax.set_xlabel(f"{plain(name)} ({unit})")
-        ax.set_ylabel("count (log)" if single else "fraction (log)")
-        n = sum(s.n for s, _ in drawn)
-        title = f"{case} {name}: distribution, n = {n}"
-        if single:  # the max in the title: a legend of one would widen the chart
-            top = drawn[0][0].max
-            title += f", max {top / div:.3f} {unit}" if top is not None else ""
-        else:
-            ax.legend(frameon=False, fontsize=6.5, loc="upper left", bbox_to_anchor=(1.0, 1.02))
-        ax.set_title(plain(title), loc="left")
-        return to_svg(fig, f"histogram of {case} {name}", tight=not single)
+    n = sum(s.n for s, _ in drawn)
+    title = f"{case} {name}: distribution, n = {n}"
+    if single:  # the max in the title: a legend of one would widen the chart
+        top = drawn[0][0].max
+        title += f", max {top / div:.3f} {unit}" if top is not None else ""
+    chart = Chart(
+        f"histogram of {case} {name}",
+        title,
+        f"{name} ({unit})",
+        "count (log)" if single else "fraction (log)",
+        height=210,
+    )
+    x = _x_axis(all_bars, div)
+    lines = [(s, *dense(bars)) for s, bars in drawn]
+    if single:
+        s, edges, counts = lines[0]
+        chart.set_axes(x, _count_axis(float(counts.max())))
+        chart.stairs(
+            edges / div,
+            np.maximum(counts, FLOOR),
+            COLORS[0],
+            fill=True,
+            baseline=FLOOR,
+            opacity=0.85,
+        )
+        if s.max is not None:
+            chart.vline(s.max / div, COLORS[1], dash="4 2")
+    else:
+        fractions = [counts / max(s.n, 1) for s, _, counts in lines]
+        positive = [f[f > 0] for f in fractions]
+        low = min(float(p.min()) for p in positive if len(p))
+        labels = [
+            f"{s.label}: max {s.max / div:.3f}" if s.max is not None else s.label
+            for s, _, _ in lines
+        ]
+        chart.set_axes(
+            x, _count_axis(max(float(p.max()) for p in positive if len(p)), low / 2), legend=labels
+        )
+        for (_s, edges, _), frac, label, color in zip(
+            lines, fractions, labels, itertools.cycle(COLORS), strict=False
+        ):
+            chart.stairs(edges / div, np.maximum(frac, low / 2), color)
+            chart.legend.append((label, color))
+    if x.lo < 0:
+        chart.vline(0.0, "#888888", width=0.6)
+    return chart.svg()
 
 
 def timeseries_svg(s: Series, max_points: int = MAX_POINTS) -> str | None:
@@ -277,21 +179,26 @@ def timeseries_svg(s: Series, max_points: int = MAX_POINTS) -> str | None:
         return None
     div, unit = unit_scale(s.unit)
     x, lo, hi = downsample_minmax(s.samples, max_points)
-    with matplotlib.rc_context(_RC):
-        fig, ax = _figure(height=2.2)
-        if len(x) == len(s.samples):
-            ax.plot(x, hi / div, linewidth=0.6, color=COLORS[0])
-        else:
-            ax.fill_between(x, lo / div, hi / div, color=COLORS[0], linewidth=0.6)
-        low, high = float(lo.min()), float(hi.max())
-        if low > 0 and high / low > 50:
-            log_axis(ax, "y")
-        ax.set_xlabel("sample")
-        ax.set_ylabel(unit)
-        per = len(s.samples) / len(x)
-        note = "" if per == 1 else f" (band: min to max of each {per:.0f} samples)"
-        ax.set_title(plain(f"{s.case} {s.label}: over time{note}"), loc="left")
-        return to_svg(fig, f"{s.case} {s.label} over time")
+    per = len(s.samples) / len(x)
+    note = "" if per == 1 else f" (band: min to max of each {per:.0f} samples)"
+    chart = Chart(
+        f"{s.case} {s.label} over time",
+        f"{s.case} {s.label}: over time{note}",
+        "sample",
+        unit,
+        height=200,
+    )
+    low, high = float(lo.min()) / div, float(hi.max()) / div
+    log = low > 0 and high / low > 50
+    chart.set_axes(
+        axis_for(0.0, float(len(s.samples) - 1), log=False, margin=0.02),
+        axis_for(low, high, log=log, margin=0.05),
+    )
+    if len(x) == len(s.samples):
+        chart.line(x, hi / div, COLORS[0], width=0.6)
+    else:
+        chart.band(x, lo / div, hi / div, COLORS[0])
+    return chart.svg()
 
 
 def curve_svg(
@@ -300,28 +207,28 @@ def curve_svg(
     """An indicator against a sweep parameter (determinism: does the cost
     grow with the number of tasks?)."""
     div, shown = unit_scale(unit)
-    with matplotlib.rc_context(_RC):
-        fig, ax = _figure(height=2.4)
-        for (name, ys), color in zip(lines, itertools.cycle(COLORS), strict=False):
-            ax.plot(
-                xs,
-                np.asarray(ys, dtype=np.float64) / div,
-                marker="o",
-                color=color,
-                label=plain(name),
-            )
-        if min(xs) > 0 and max(xs) / min(xs) > 10:
-            log_axis(ax, "x")
-        values = [v for _, ys in lines for v in ys if v > 0]
-        if values and max(values) / min(values) > 10:
-            log_axis(ax, "y")  # on a linear axis the max flattens the mean
-            ax.set_ylabel(f"{shown} (log)")
-        ax.set_xlabel(plain(key))
-        if not ax.get_ylabel():
-            ax.set_ylabel(shown)
-        ax.legend(frameon=False)
-        ax.set_title(plain(title), loc="left")
-        return to_svg(fig, title)
+    values = [v / div for _, ys in lines for v in ys if v > 0]
+    log_y = bool(values) and max(values) / min(values) > 10  # linear: the max flattens the mean
+    chart = Chart(title, title, key, f"{shown} (log)" if log_y else shown)
+    log_x = min(xs) > 0 and max(xs) / min(xs) > 10
+    every = [v / div for _, ys in lines for v in ys]
+    y = (
+        axis_for(min(values), max(values), log=True, margin=0.05)
+        if log_y
+        else axis_for(min(every, default=0.0), max(every, default=1.0), log=False, margin=0.05)
+    )
+    chart.set_axes(
+        axis_for(float(min(xs)), float(max(xs)), log=log_x, margin=0.05),
+        y,
+        legend=[name for name, _ in lines],
+    )
+    for (name, ys), color in zip(lines, itertools.cycle(COLORS), strict=False):
+        vs = np.asarray(ys, dtype=np.float64) / div
+        chart.line(np.asarray(xs, dtype=np.float64), vs, color, width=1.2)
+        for xv, yv in zip(xs, vs, strict=True):
+            chart.dot(float(xv), float(yv), color, r=3.0)
+        chart.legend.append((name, color))
+    return chart.svg()
 
 
 def overlay_svg(title: str, named: Sequence[tuple[str, Series]]) -> str | None:
@@ -332,20 +239,19 @@ def overlay_svg(title: str, named: Sequence[tuple[str, Series]]) -> str | None:
     if not drawn:
         return None
     div, unit = unit_scale(drawn[0][1].unit)
-    with matplotlib.rc_context(_RC):
-        fig, ax = _figure(height=2.6)
-        for (name, s, bars), color in zip(drawn, itertools.cycle(COLORS), strict=False):
-            edges, counts = dense(bars)
-            ax.stairs(
-                counts / max(s.n, 1), edges / div, color=color, linewidth=1.0, label=plain(name)
-            )
-        log_axis(ax, "y", minor=False)
-        lows = [b.lo for _, _, bars in drawn for b in bars if b.lo > 0]
-        highs = [bars[-1].hi for _, _, bars in drawn]
-        if lows:
-            _log_x_if_wide(ax, min(lows) / div, max(highs) / div)
-        ax.set_xlabel(unit)
-        ax.set_ylabel("fraction (log)")
-        ax.legend(frameon=False)
-        ax.set_title(plain(title), loc="left")
-        return to_svg(fig, title)
+    lines = [(name, s, *dense(bars)) for name, s, bars in drawn]
+    fractions = [counts / max(s.n, 1) for _, s, _, counts in lines]
+    positive = np.concatenate([f[f > 0] for f in fractions])
+    low = float(positive.min()) / 2
+    chart = Chart(title, title, unit, "fraction (log)", height=230)
+    chart.set_axes(
+        _x_axis([b for _, _, bars in drawn for b in bars], div),
+        _count_axis(float(positive.max()), low),
+        legend=[n for n, *_ in lines],
+    )
+    for (name, _, edges, _), frac, color in zip(
+        lines, fractions, itertools.cycle(COLORS), strict=False
+    ):
+        chart.stairs(edges / div, np.maximum(frac, low), color)
+        chart.legend.append((name, color))
+    return chart.svg()

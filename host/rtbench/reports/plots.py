@@ -15,19 +15,11 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import matplotlib
 import numpy as np
 
 from rtbench.model import Series
-from rtbench.reports.charts import (
-    _RC,
-    COLORS,
-    FloatArray,
-    hist_bars,
-    log_axis,
-    plain,
-    to_svg,
-)
+from rtbench.reports.charts import COLORS, FloatArray, hist_bars
+from rtbench.reports.svgchart import Axis, Chart
 from rtbench.reports.units import fmt_value
 
 BINS = 120
@@ -77,45 +69,39 @@ def _counts(s: Series, edges: FloatArray) -> FloatArray:
     return out
 
 
-def _mark(ax: matplotlib.axes.Axes, x: float, text: str, color: str, y: float) -> None:
-    ax.axvline(x, color=color, linestyle=":", linewidth=0.9)
-    ax.annotate(
-        text, (x, y), xycoords=("data", "axes fraction"), ha="right", va="top",
-        color=color, fontsize=7, rotation=90,
-    )  # fmt: skip
-
-
 def summary_histogram_svg(lines: Sequence[Line]) -> str | None:
     if not lines:
         return None
     edges = _edges(lines)
-    with matplotlib.rc_context(_RC):
-        fig = matplotlib.figure.Figure(figsize=(5.0, 3.0))
-        ax = fig.add_subplot()
-        for ln, color in zip(lines, itertools.cycle(PALETTE), strict=False):
-            counts = _counts(ln.series, edges)
-            ax.stairs(
-                np.maximum(counts, 0.5), edges / 1000, baseline=0.5, color=color,
-                linewidth=1.0, label=plain(f"{ln.label}: max {fmt_value(ln.max)}"),
-            )  # fmt: skip
-        log_axis(ax, "x")
-        log_axis(ax, "y", minor=False)
-        ax.set_ylim(bottom=0.5)
-        ax.set_xlim(edges[0] / 1000, edges[-1] / 1000)
-        worst = lines[0]
-        if worst.p99 is not None:
-            _mark(ax, worst.p99 / 1000, "p99", "#555555", 0.98)
-        if worst.p999 is not None:
-            _mark(ax, worst.p999 / 1000, "p99.9", "#555555", 0.98)
-        _mark(ax, worst.max / 1000, f"max {fmt_value(worst.max)}", PALETTE[0], 0.98)
-        ax.set_xlabel("latency (µs, log)")
-        ax.set_ylabel("samples (log)")
-        ax.set_title(
-            "Latency histogram (max in µs); p99, p99.9, max of the worst series marked",
-            loc="left",
-        )
-        ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.02))
-        return to_svg(fig, "latency histogram of the run", tight=True)
+    counts = [_counts(ln.series, edges) for ln in lines]
+    labels = [f"{ln.label}: max {fmt_value(ln.max)}" for ln in lines]
+    chart = Chart(
+        "latency histogram of the run",
+        "Latency histogram (max in µs); p99, p99.9, max of the worst series marked",
+        "latency (µs, log)",
+        "samples (log)",
+        width=470,
+        height=280,
+        min_plot=330,
+    )
+    top = max(float(c.max()) for c in counts)
+    chart.set_axes(
+        Axis(edges[0] / 1000, edges[-1] / 1000, log=True),
+        Axis(0.5, max(top, 1.0) * 1.6, log=True),
+        legend=labels,
+    )
+    for c, label, color in zip(counts, labels, itertools.cycle(PALETTE), strict=False):
+        chart.stairs(edges / 1000, np.maximum(c, 0.5), color, baseline=0.5)
+        chart.legend.append((label, color))
+    worst = lines[0]
+    if worst.p99 is not None:
+        chart.vline(worst.p99 / 1000, "#555555", dash="1 2", width=0.9, label="p99")
+    if worst.p999 is not None:
+        chart.vline(worst.p999 / 1000, "#555555", dash="1 2", width=0.9, label="p99.9")
+    chart.vline(
+        worst.max / 1000, PALETTE[0], dash="1 2", width=0.9, label=f"max {fmt_value(worst.max)}"
+    )
+    return chart.svg()
 
 
 def _survival(s: Series, edges: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -136,32 +122,31 @@ def exceedance_svg(lines: Sequence[Line]) -> str | None:
     if not lines:
         return None
     edges = _edges(lines)
-    with matplotlib.rc_context(_RC):
-        fig = matplotlib.figure.Figure(figsize=(4.2, 3.0))
-        ax = fig.add_subplot()
-        floor = 1.0
-        for ln, color in zip(lines, itertools.cycle(PALETTE), strict=False):
-            xs, ys = _survival(ln.series, edges)
-            if not len(xs):
-                continue
-            # the last sample: 1/n above everything below the max
-            xs = np.append(xs, ln.max)
-            ys = np.append(ys, 1.0 / max(ln.n, 1))
-            floor = min(floor, 1.0 / max(ln.n, 1))
-            ax.step(xs / 1000, ys, where="post", color=color, linewidth=1.0)
-            ax.plot([ln.max / 1000], [1.0 / max(ln.n, 1)], "o", color=color, markersize=2.5)
-        log_axis(ax, "x")
-        log_axis(ax, "y", minor=False)
-        ax.set_ylim(floor / 2, 1.5)
-        ax.set_xlim(edges[0] / 1000, edges[-1] / 1000)
-        for level, name in ((1e-2, "p99"), (1e-3, "p99.9")):
-            if level > floor:
-                ax.axhline(level, color="#888888", linestyle=":", linewidth=0.8)
-                ax.annotate(
-                    name, (1.0, level), xycoords=("axes fraction", "data"), ha="right",
-                    va="bottom", fontsize=7, color="#555555",
-                )  # fmt: skip
-        ax.set_xlabel("latency (µs, log)")
-        ax.set_ylabel("fraction of samples above (log)")
-        ax.set_title("Exceedance (1 - CDF); dot: the max", loc="left")
-        return to_svg(fig, "exceedance plot of the run", tight=True)
+    curves = []
+    floor = 1.0
+    for ln, color in zip(lines, itertools.cycle(PALETTE), strict=False):
+        xs, ys = _survival(ln.series, edges)
+        if not len(xs):
+            continue
+        # the last sample: 1/n above everything below the max
+        last = 1.0 / max(ln.n, 1)
+        curves.append((np.append(xs, ln.max), np.append(ys, last), ln.max, last, color))
+        floor = min(floor, last)
+    chart = Chart(
+        "exceedance plot of the run",
+        "Exceedance (1 - CDF); dot: the max",
+        "latency (µs, log)",
+        "fraction of samples above (log)",
+        width=340,
+        height=280,
+    )
+    chart.set_axes(
+        Axis(edges[0] / 1000, edges[-1] / 1000, log=True), Axis(floor / 2, 1.5, log=True)
+    )
+    for xs, ys, top, last, color in curves:
+        chart.line(xs / 1000, ys, color, step_post=True)
+        chart.dot(top / 1000, last, color)
+    for level, name in ((1e-2, "p99"), (1e-3, "p99.9")):
+        if level > floor:
+            chart.hline(level, "#888888", dash="1 2", label=name)
+    return chart.svg()

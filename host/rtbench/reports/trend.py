@@ -44,7 +44,7 @@ def trend_table(points: Sequence[TrendPoint]) -> Tabular:
 def trend_svg(points: Sequence[TrendPoint], spec: SeriesSpec, order: Order) -> str:
     """p99 and max against the point's place in the sequence, one line pair
     per series label (a per-CPU series gives one pair per CPU)."""
-    from rtbench.reports.charts import _figure, to_svg
+    from rtbench.reports.mpl import _figure, to_svg
 
     fig, ax = _figure(7.2, 3.0)
     shown = unit_of(points[0].unit)
