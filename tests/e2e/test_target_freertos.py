@@ -31,8 +31,9 @@ from rtbench.run.measure import measure, plan_for
 from rtbench.run.suites import SUITES, Planned
 from rtbench.targets import resolve
 from rtbench.targets.local import LocalTarget
-from rtbench.targets.qemu_board import BoardTarget, BoardTransport
+from rtbench.targets.qemu_board import BoardTarget
 from rtbench.transports import TransportError
+from rtbench.transports.board import BoardTransport
 
 SPEC = "qemu:freertos-mps2-an385"
 # The behaviour checks of issue 10: each must pass on FreeRTOS.

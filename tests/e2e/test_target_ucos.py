@@ -19,7 +19,8 @@ from rtbench.model import Run
 from rtbench.run.measure import measure, plan_for
 from rtbench.run.suites import SUITES, Planned
 from rtbench.targets import resolve
-from rtbench.targets.qemu_board import BoardTarget, BoardTransport
+from rtbench.targets.qemu_board import BoardTarget
+from rtbench.transports.board import BoardTransport
 
 BOARD = "mps2-an385"
 # port -> (OS name, kernel version, the behaviour checks that must pass)

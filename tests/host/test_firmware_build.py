@@ -15,7 +15,8 @@ from rtbench import ports
 from rtbench.machine.build import BuildError, KernelUnavailable, agent_source, ensure_firmware
 from rtbench.run.request import AgentRequest
 from rtbench.targets import TargetError, resolve
-from rtbench.targets.qemu_board import BoardTarget, board_specs, semihosting_args
+from rtbench.targets.qemu_board import BoardTarget, board_specs
+from rtbench.transports.board import semihosting_args
 
 ENV_FREERTOS = "RTBENCH_FREERTOS_KERNEL"
 
