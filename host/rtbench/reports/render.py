@@ -7,13 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
-
 from rtbench import __version__
 from rtbench.analysis.scores import fmt_score
 from rtbench.model import Run, point_key
 from rtbench.reports.comparison import comparison_view
 from rtbench.reports.content import SEVERE, STAT_COLUMNS, fmt, run_view, stars
+from rtbench.reports.jinja import environment
 
 # Jinja helpers shared by both renderers.
 FILTERS: dict[str, Callable[..., str]] = {
@@ -37,13 +36,7 @@ def render(
     per run, the repetitions it pools (rtbench.analysis.compare)."""
     if not runs:
         raise ValueError("a report needs at least one run")
-    env = Environment(
-        loader=PackageLoader("rtbench.reports", "templates"),
-        undefined=StrictUndefined,  # a typo in a template fails, not blanks
-        trim_blocks=True,
-        lstrip_blocks=True,
-        **options,
-    )
+    env = environment(**options)
     env.filters.update(FILTERS)
     env.globals.update(version=__version__, severe_codes=SEVERE, columns=STAT_COLUMNS)
     draw = ext == "html"  # charts are for the HTML report only

@@ -20,7 +20,9 @@ from functools import cache
 
 import numpy as np
 import numpy.typing as npt
-from jinja2 import Environment, PackageLoader, StrictUndefined, Template
+from jinja2 import Template
+
+from rtbench.reports.jinja import environment
 
 FloatArray = npt.NDArray[np.float64]
 ArrayLike = FloatArray | Sequence[float]
@@ -155,14 +157,7 @@ def _points(xs: FloatArray, ys: FloatArray) -> str:
 
 @cache
 def _template() -> Template:
-    env = Environment(
-        loader=PackageLoader("rtbench.reports", "templates"),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=True,
-    )
-    return env.get_template("chart.svg.j2")
+    return environment(autoescape=True).get_template("chart.svg.j2")
 
 
 @dataclass

@@ -78,18 +78,11 @@ def _div(value: float | None, divisor: float) -> float:
 def trend_html(
     points: Sequence[TrendPoint], spec: SeriesSpec, order: Order, filters: str, runs: int
 ) -> str:
-    from jinja2 import Environment, PackageLoader, StrictUndefined
-
     from rtbench import __version__
     from rtbench.reports.content import fmt
+    from rtbench.reports.jinja import environment
 
-    env = Environment(
-        loader=PackageLoader("rtbench.reports", "templates"),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=True,
-    )
+    env = environment(autoescape=True)
     env.filters["fmt"] = fmt
     return env.get_template("trend.html.j2").render(
         version=__version__,
