@@ -13,6 +13,7 @@ from rtbench import errors
 
 
 def main() -> None:
+    errors.interrupt_on_sigint()
     try:
         from rtbench.cli import main as cli
     except (Exception, KeyboardInterrupt) as e:

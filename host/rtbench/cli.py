@@ -101,6 +101,7 @@ class LazyGroup(click.Group):
 @click.pass_context
 def main(ctx: click.Context, db: str | None) -> None:
     """Measure and compare the real-time performance of operating systems."""
+    errors.interrupt_on_sigint()  # (also for `python -m rtbench.cli`)
     ctx.ensure_object(dict)
     ctx.obj["db"] = db
     configure_output()

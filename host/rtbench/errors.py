@@ -12,7 +12,8 @@ that reaches the boundary exits 2:
   traceback saved to a file the message names (in the user's state folder),
   never printed at the user;
 - Ctrl-C (KeyboardInterrupt) anywhere, start-up included, exits 130 with
-  no traceback.
+  no traceback; SIGINT means Ctrl-C even when rtbench was started with it
+  ignored (`interrupt_on_sigint`).
 
 This module imports nothing heavy: the entry point (`rtbench.__main__`)
 imports it before click and rich, so Ctrl-C during start-up is caught.
@@ -21,6 +22,7 @@ imports it before click and rich, so Ctrl-C during start-up is caught.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -29,6 +31,18 @@ from pathlib import Path
 
 INTERRUPTED = 130
 ERROR = 2
+
+
+def interrupt_on_sigint() -> None:
+    """SIGINT raises KeyboardInterrupt, whatever rtbench inherited. A shell
+    without job control starts a background command (`cmd &`, a test
+    harness) with SIGINT ignored, and Python then leaves it ignored: `ingest`
+    reading a pipe whose writer stays open never ended on Ctrl-C (`run`
+    sets its own handlers and did)."""
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def is_domain(exc: BaseException) -> bool:

@@ -88,6 +88,19 @@ def _child_thread_named(parent: int, comm: str) -> bool:
     return False
 
 
+def _journaled_begin(db: Path, case: str) -> bool:
+    """The host has parsed `case`'s begin record: it journals each line
+    (beside the store) once parsed (rtbench.run.measure)."""
+    begin = b' begin {"case":"' + case.encode() + b'"'
+    for journal in (db.parent / f"{db.name}.journals").glob("*.journal"):
+        try:
+            if begin in journal.read_bytes():
+                return True
+        except OSError:
+            continue  # stored and removed meanwhile
+    return False
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_mid_run_restores(db: Path, agent: Path, sig: signal.Signals) -> None:
     before = settings()
@@ -111,7 +124,12 @@ def test_signal_mid_run_restores(db: Path, agent: Path, sig: signal.Signals) -> 
         while not _child_thread_named(proc.pid, "shf-b"):
             assert proc.poll() is None and time.monotonic() < deadline, "SEM-SHF never began"
             time.sleep(0.05)
-        time.sleep(0.5)  # some of it measured (it runs 20 s)
+        # And the host has read SEM-SHF's begin: the agent wrote it before its
+        # threads, but a loaded host reads behind the agent, and what it had
+        # not read when the signal lands is not in the run (no case, no row).
+        while not _journaled_begin(db, "SEM-SHF"):
+            assert proc.poll() is None and time.monotonic() < deadline, "no begin read"
+            time.sleep(0.05)
         proc.send_signal(sig)
         out, errs = proc.communicate(timeout=120)
     finally:

@@ -128,11 +128,15 @@ def test_ingest_interrupted_stores_nothing_unless_asked(tmp_path: Path) -> None:
         os.mkfifo(fifo)
         db = tmp_path / f"runs-{keep}.sqlite"
         args = ["ingest", str(fifo), *(["--keep-partial"] if keep else [])]
+        # Started with SIGINT ignored, as `cmd &` in a shell without job
+        # control (a harness in the background) starts it: the Ctrl-C below
+        # must still stop it (it once hung here, the writer being open).
         proc = subprocess.Popen(
             [sys.executable, "-m", "rtbench.cli", "--db", str(db), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
         )
         # Opening the FIFO returns once ingest is reading it: the Ctrl-C
         # then lands in the middle of the stream (its bye never comes).
