@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from boards import board_case
 
 from rtbench.model import CaseResult
-from rtbench.run.measure import measure, plan_for
-from rtbench.targets import resolve
-from rtbench.targets.qemu_board import BoardTarget
 
 pytestmark = pytest.mark.tools("qemu-system-arm", "gcc-arm-none-eabi", "libnewlib-arm-none-eabi")
 
@@ -23,16 +21,7 @@ ARGS = [f"NOISE-HW:duration_ms={WINDOWS * 20}:window_us=20000:width_us=10000"]
 
 
 def _run(args: list[str]) -> CaseResult:
-    target = resolve("qemu:freertos-mps2-an385?flavor=test")
-    assert isinstance(target, BoardTarget)
-    transport = target.transport()
-    try:
-        run = measure(transport, plan_for(target, args)).run
-    finally:
-        transport.stop()
-    c = run.case("NOISE-HW")
-    assert c is not None
-    return c
+    return board_case("qemu:freertos-mps2-an385?flavor=test", args, "NOISE-HW")
 
 
 def test_the_injected_stall_is_the_only_gap() -> None:

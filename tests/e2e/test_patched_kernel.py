@@ -16,12 +16,10 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 import tools
+from boards import measure_board
 
 from rtbench.machine.build import ensure_firmware, kernel_sources
 from rtbench.model import Run
-from rtbench.run.measure import measure, plan_for
-from rtbench.targets import resolve
-from rtbench.targets.qemu_board import BoardTarget
 
 pytestmark = pytest.mark.tools("qemu-system-arm", "gcc-arm-none-eabi", "libnewlib-arm-none-eabi")
 
@@ -58,13 +56,7 @@ PATCHES = {
 
 
 def _measure(args: list[str], port: str) -> Run:
-    target = resolve(f"qemu:{port}-{BOARD}")
-    assert isinstance(target, BoardTarget)
-    transport = target.transport()
-    try:
-        return measure(transport, plan_for(target, args)).run
-    finally:
-        transport.stop()
+    return measure_board(f"qemu:{port}-{BOARD}", args)[0]
 
 
 def _medians(run: Run, case: str, series: str) -> list[float]:

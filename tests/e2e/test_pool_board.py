@@ -6,11 +6,9 @@ crash) and its blocks come back; a busy-wait injected into every pool call
 from __future__ import annotations
 
 import pytest
+from boards import board_case
 
 from rtbench.model import CaseResult
-from rtbench.run.measure import measure, plan_for
-from rtbench.targets import resolve
-from rtbench.targets.qemu_board import BoardTarget
 
 pytestmark = pytest.mark.tools("qemu-system-arm", "gcc-arm-none-eabi", "libnewlib-arm-none-eabi")
 
@@ -19,16 +17,7 @@ ARGS = ["MEM-POOL:iterations=200:blocks=16"]
 
 
 def _pool(args: list[str], spec: str) -> CaseResult:
-    target = resolve(spec)
-    assert isinstance(target, BoardTarget)
-    transport = target.transport()
-    try:
-        run = measure(transport, plan_for(target, args)).run
-    finally:
-        transport.stop()
-    c = run.case("MEM-POOL")
-    assert c is not None
-    return c
+    return board_case(spec, args, "MEM-POOL")
 
 
 def test_pool_known_answer_on_ucos3() -> None:

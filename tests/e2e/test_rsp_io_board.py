@@ -16,12 +16,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tools
+from boards import measure_board
 
 from rtbench import identity
-from rtbench.model import CaseResult, Run
-from rtbench.run.measure import measure, plan_for
-from rtbench.targets import resolve
-from rtbench.targets.qemu_board import BoardTarget
+from rtbench.model import CaseResult
 
 BOARD = "mps2-an385"
 PORTS = ["freertos", "ucos3", "ucos2"]
@@ -33,13 +31,8 @@ pytestmark = pytest.mark.tools("qemu-system-arm", "gcc-arm-none-eabi", "libnewli
 
 def _run(port: str, args: list[str], flavor: str = "release") -> CaseResult:
     tools.firmware(port, BOARD, flavor)  # type: ignore[arg-type]
-    target = resolve(f"qemu:{port}-{BOARD}" + ("?flavor=test" if flavor == "test" else ""))
-    assert isinstance(target, BoardTarget)
-    transport = target.transport()
-    try:
-        run: Run = measure(transport, plan_for(target, args)).run
-    finally:
-        transport.stop()
+    query = "?flavor=test" if flavor == "test" else ""
+    run, _ = measure_board(f"qemu:{port}-{BOARD}{query}", args)
     (case,) = run.cases
     assert case.case == "RSP-IO"
     return case

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import tools
+from boards import measure_board
 from rich.console import Console
 
 from rtbench import identity
@@ -64,14 +65,7 @@ def _target(spec: str = SPEC) -> BoardTarget:
 
 
 def _measure(args: list[str], spec: str = SPEC) -> tuple[Run, BoardTransport]:
-    target = _target(spec)
-    transport = target.transport()
-    try:
-        run = measure(transport, plan_for(target, args)).run
-    finally:
-        transport.stop()
-    assert transport.proc is not None and transport.proc.poll() is not None, "QEMU still runs"
-    return run, transport
+    return measure_board(spec, args)
 
 
 def test_the_quick_suite_runs_on_freertos(firmware: Path) -> None:

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import pytest
 import tools
+from boards import measure_board
 
 from rtbench import catalogue, identity
 from rtbench.model import Run
-from rtbench.run.measure import measure, plan_for
 from rtbench.run.suites import SUITES, Planned
 from rtbench.targets import resolve
 from rtbench.targets.qemu_board import BoardTarget
@@ -62,15 +62,7 @@ def _spec(port: str, query: str = "") -> str:
 
 
 def _measure(args: list[str], spec: str) -> tuple[Run, BoardTransport]:
-    target = resolve(spec)
-    assert isinstance(target, BoardTarget)
-    transport = target.transport()
-    try:
-        run = measure(transport, plan_for(target, args)).run
-    finally:
-        transport.stop()
-    assert transport.proc is not None and transport.proc.poll() is not None, "QEMU still runs"
-    return run, transport
+    return measure_board(spec, args)
 
 
 @pytest.mark.parametrize("port", sorted(KERNELS))

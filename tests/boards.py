@@ -1,0 +1,30 @@
+"""One measurement on an emulated board, the way every board test takes it:
+the target resolved from its spec, the plan run, QEMU stopped after (and
+checked stopped, so no test leaves a board behind)."""
+
+from __future__ import annotations
+
+from rtbench.model import CaseResult, Run
+from rtbench.run.measure import measure, plan_for
+from rtbench.targets import resolve
+from rtbench.targets.qemu_board import BoardTarget
+from rtbench.transports.board import BoardTransport
+
+
+def measure_board(spec: str, args: list[str]) -> tuple[Run, BoardTransport]:
+    target = resolve(spec)
+    assert isinstance(target, BoardTarget), spec
+    transport = target.transport()
+    try:
+        run = measure(transport, plan_for(target, args)).run
+    finally:
+        transport.stop()
+    assert transport.proc is not None and transport.proc.poll() is not None, "QEMU still runs"
+    return run, transport
+
+
+def board_case(spec: str, args: list[str], case: str) -> CaseResult:
+    run, _ = measure_board(spec, args)
+    c = run.case(case)
+    assert c is not None, f"{case} missing from the run on {spec}"
+    return c
