@@ -6,8 +6,12 @@ under load)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from rtbench.run.session import Interrupted, StreamProgress, collect
+from rtbench.stream import Record
 from rtbench.transports.base import TransportError
 from rtbench.transports.process import ChildTransport
 
@@ -30,6 +34,7 @@ class _Markers(ChildTransport):
 
 
 IDLE_S = 2.0
+CORPUS = Path(__file__).parents[1] / "corpus"
 
 
 def _lines(script: str) -> list[bytes]:
@@ -56,3 +61,46 @@ def test_a_child_that_writes_nothing_is_silent() -> None:
     # The control: the same wait without a line is a silence.
     with pytest.raises(TransportError, match="wrote nothing"):
         _lines(f"echo first; sleep {3 * IDLE_S}; echo last")
+
+
+class _Agent(ChildTransport):
+    """A child that writes a stream at once, then waits to be stopped: an
+    agent far ahead of a loaded host."""
+
+    name = "ahead"
+
+    def __init__(self, stream: Path) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def start(self, args: list[str]) -> None:
+        self._spawn(["sh", "-c", f"cat '{self.stream}'; exec sleep 60"], "sh")
+
+    def stop(self) -> int | None:
+        assert self.proc is not None
+        self.proc.kill()
+        return self._reap(self.proc)
+
+
+def test_records_written_before_a_ctrl_c_are_kept(tmp_path: Path) -> None:
+    # Two whole cases, no bye: the agent was stopped before it said goodbye.
+    lines = (CORPUS / "good_small.rtb").read_bytes().splitlines(keepends=True)
+    stream = tmp_path / "ahead.rtb"
+    stream.write_bytes(b"".join(lines[:21]))  # one write: all in the pipe at once
+    seen: list[str] = []
+
+    def ctrl_c_at_hello(rec: Record, _: StreamProgress) -> None:
+        seen.append(rec.kind)
+        raise KeyboardInterrupt  # the user's Ctrl-C while the host was behind
+
+    with pytest.raises(Interrupted) as stopped:
+        collect(_Agent(stream), [], on_record=ctrl_c_at_hello)
+    run = stopped.value.run
+    assert seen == ["hello"]
+    # Read after the stop, not lost with it; the control: the hello alone
+    # came through the live path.
+    assert [(c.case, c.outcome) for c in run.cases] == [
+        ("CAL-TIMER", "passed"),
+        ("THR-SW", "passed"),
+    ]
+    assert any("interrupted" in i.detail for i in run.issues)

@@ -9,8 +9,8 @@ and what went wrong is one of its issues.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import BinaryIO
@@ -61,7 +61,7 @@ def collect(
         started_agent = True
         transport.idle_timeout = START_TIMEOUT_S
         with armed():
-            _read(transport, parser, progress, on_record, raw_sink, tee, skip)
+            _read(transport, transport.lines(), parser, progress, on_record, raw_sink, tee, skip)
     except TransportError as e:
         if not started_agent:
             raise  # (the agent never ran; `finally` still cleans up)
@@ -81,6 +81,8 @@ def collect(
         failure = StreamIssue("truncated", f"{why}: the agent was stopped")
     finally:
         status = transport.stop()
+    if interrupted:
+        _read_remaining(transport, parser, progress, raw_sink, tee, skip)
     parser.finish()
     if status == 2 and not parser.records:
         # The agent refused its arguments before measuring anything.
@@ -116,6 +118,7 @@ def collect(
 
 def _read(
     transport: Transport,
+    lines: Iterable[bytes],
     parser: StreamParser,
     progress: StreamProgress,
     on_record: Callable[[Record, StreamProgress], None] | None,
@@ -125,7 +128,7 @@ def _read(
 ) -> None:
     live = getattr(transport, "live", True)
     budget = _Budget(live)
-    for raw in transport.lines():
+    for raw in lines:
         if skip is not None and skip(raw):
             continue
         if raw_sink is not None:
@@ -151,6 +154,25 @@ def _read(
             progress.cases_done += 1
         if on_record:
             on_record(rec, progress)
+
+
+def _read_remaining(
+    transport: Transport,
+    parser: StreamParser,
+    progress: StreamProgress,
+    raw_sink: BinaryIO | None,
+    tee: Callable[[bytes, Record | None], None] | None,
+    skip: Callable[[bytes], bool] | None,
+) -> None:
+    """Records the agent wrote before a Ctrl-C stopped it but the host had
+    not read yet (a loaded host reads behind its agent): measured, so kept.
+    Only transports that read ahead have any (`remaining`)."""
+    remaining = getattr(transport, "remaining", None)
+    if remaining is None:
+        return
+    # A second Ctrl-C, or the stream itself says stop: what was read is kept.
+    with suppress(KeyboardInterrupt, UnsupportedStreamVersion, TransportError):
+        _read(transport, remaining(), parser, progress, None, raw_sink, tee, skip)
 
 
 def _cut_lines(transport: Transport) -> int:

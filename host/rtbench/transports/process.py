@@ -24,6 +24,9 @@ from rtbench.transports.base import TransportError
 
 # Lines read ahead of the parser: up to MAX_LINE bytes each, so few.
 QUEUED_LINES = 128
+# After a stop, how long a line still owed may take: the child is gone and
+# its pipe closes, unless something it started still holds it.
+REMAINING_WAIT_S = 2.0
 
 
 class ChildTransport:
@@ -124,6 +127,19 @@ class ChildTransport:
                 return self._queue.get(timeout=wait)
             except queue.Empty:
                 continue  # the child may have spoken meanwhile: wait from then
+
+    def remaining(self) -> Iterator[bytes]:
+        """After `stop`: the lines the child wrote that nobody read yet, read
+        ahead into the queue or still in its pipe. The host stopped early
+        (Ctrl-C) but they were measured, so they are parsed too."""
+        while True:
+            try:
+                item = self._queue.get(timeout=REMAINING_WAIT_S)
+            except queue.Empty:
+                return
+            if item is None:
+                return
+            yield item
 
     def _reap(self, proc: subprocess.Popen[bytes]) -> int:
         """Waits for the ended child, then for its last words (stderr),
