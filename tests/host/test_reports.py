@@ -265,6 +265,31 @@ def test_published_figures_beside_matching_series(run: Run, html: str, md: str) 
     assert "BeagleBoard-xM" in html
 
 
+def test_a_comparison_shows_the_published_figures_once() -> None:
+    # A campaign over kernels repeats a study: its figures stand beside the
+    # compared cases once, whatever the number of columns.
+    a, b = make_run(), make_run(factor=1.2)
+    b.id = 8
+    page, text = html_report([a, b]), render_markdown([a, b])
+    assert page.count('<section id="published">') == 1
+    section = page.split('<section id="published">')[1].split("</section>")[0]
+    rows = re.findall(r"<tr><td>THR-SW .*?</tr>", section)
+    assert rows and len(rows) == len(set(rows))  # each published row once
+    assert "BeagleBoard-xM" in page
+    assert "## Published, other hardware" in text
+    # the control: no case with published figures, no section
+    w = StreamWriter()
+    w.hello(default_hello(["CAL-REF"]))
+    w.begin("CAL-REF", "Hardware calibration unit", {"repeats": 50})
+    series(w, "CAL-REF", "t_std", [3000 + i % 7 for i in range(50)])
+    w.end("CAL-REF", "passed", duration_ns=1_000_000)
+    w.bye()
+    parsed = parse_lines(w.lines)
+    only = assemble(parsed.records, parsed.issues, parsed.log)
+    assert not figures_for("CAL-REF", "t_std", {})
+    assert '<section id="published">' not in html_report([only, only])
+
+
 def test_worst_case_estimate_labelled_as_estimate(run: Run, html: str) -> None:
     thr = run.case("THR-SW")
     assert thr is not None and thr.series[0].samples is not None

@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 from rtbench.analysis.compare import CompareRow, Comparison, compare_runs, matching_test
 from rtbench.model import Run
 from rtbench.reports import charts
-from rtbench.reports.content import RunView, fmt, run_name, run_view
+from rtbench.reports.content import (
+    ReferenceRow,
+    RunView,
+    case_references,
+    fmt,
+    run_name,
+    run_view,
+)
 from rtbench.reports.figures import find_series
 
 
@@ -44,6 +51,10 @@ class ComparisonView:
     note: str = ""  # why nothing can be significant (one run per column)
     # Per column, how many runs it pools.
     repetitions: list[int] = field(default_factory=list)
+    # Published figures beside the compared cases (other hardware: the
+    # study a campaign repeats, e.g. dataset D for three RTOS kernels).
+    references: list[ReferenceRow] = field(default_factory=list)
+    sources: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _ratio(r: float | None) -> str:
@@ -101,7 +112,25 @@ def comparison_view(
         repetitions=[len(g) for g in comparison.members],
     )
     _lead(cmp, comparison, runs)
+    _references(cmp, runs)
     return cmp
+
+
+def _references(view: ComparisonView, runs: list[Run]) -> None:
+    """Each compared case's published figures once, from the first column
+    that ran it (the figures depend on the case and series, not the run)."""
+    seen: dict[tuple[str, str, str, str], ReferenceRow] = {}
+    cases: set[str] = set()
+    for run in runs:
+        for c in run.cases:
+            if c.case in cases or not c.series:
+                continue
+            cases.add(c.case)
+            for r in case_references(c):
+                r.series = f"{c.case} {r.series}"
+                seen.setdefault((r.dataset, r.os, r.indicator, r.figures), r)
+    view.references = list(seen.values())
+    view.sources = sorted({r.dataset: f"{r.source} ({r.hardware})" for r in seen.values()}.items())
 
 
 def _lead(view: ComparisonView, comparison: Comparison, runs: list[Run]) -> None:
