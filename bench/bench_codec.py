@@ -74,8 +74,14 @@ def bench(tmp: Path, samples: int, repeat: int) -> dict[str, Any]:
         planes = [np.ascontiguousarray(a).view(np.uint8).reshape(-1, 8).T.tobytes() for a in arrays]
         blobs: list[bytes] = []
         out = blobs
-        enc = cpu(lambda lv=level, ps=planes, o=out: o.extend(zlib.compress(p, lv) for p in ps), 1)
-        dec = cpu(lambda bs=blobs: [zlib.decompress(b) for b in bs], repeat)
+        def compress(lv: int = level, ps: list[bytes] = planes, o: list[bytes] = out) -> None:
+            o.extend(zlib.compress(p, lv) for p in ps)
+
+        def decompress(bs: list[bytes] = blobs) -> list[bytes]:
+            return [zlib.decompress(b) for b in bs]
+
+        enc = cpu(compress, 1)
+        dec = cpu(decompress, repeat)
         levels[level] = {"bytes_per_sample": sum(map(len, blobs)) / n,
                          "encode_s": enc, "decompress_s": dec}  # fmt: skip
     codec = {"encode_s": cpu(lambda: [encode_samples(a) for a in arrays], repeat)}

@@ -139,7 +139,12 @@ def make_stream(agent: Path, stream: Path, attempts: int = 3) -> dict[str, Any]:
     """Writes the 10M-sample stream; retries a run that did not deliver them all."""
     reads = TARGET_SAMPLES // 2 + 1  # n reads give n-1 deltas, in each of two series
     for attempt in range(1, attempts + 1):
-        cmd = [agent, "--max-samples", str(TARGET_SAMPLES), f"CAL-TIMER:reads={reads}:rounds=10"]
+        cmd: list[str | Path] = [
+            agent,
+            "--max-samples",
+            str(TARGET_SAMPLES),
+            f"CAL-TIMER:reads={reads}:rounds=10",
+        ]
         with stream.open("wb") as f:
             rc = subprocess.run(cmd, stdout=f, stderr=subprocess.PIPE, check=False).returncode
         found = scan_stream(stream)

@@ -17,6 +17,7 @@ import argparse
 import json
 import subprocess
 import sys
+from typing import Any
 
 from rtbench import catalogue
 from rtbench.machine.build import ensure_agent
@@ -61,7 +62,7 @@ def main() -> None:
             {k: c.param_names for k, c in known.items()},
         )
     ]
-    results = {}
+    results: dict[str, dict[str, Any]] = {}
     for mode, extra in (("summary+histograms", ["--no-samples"]), ("raw samples", [])):
         size, records, per_kind = _stream(exe, [*extra, *plan])
         results[mode] = {

@@ -50,7 +50,7 @@ def test_the_default_cpu_follows_the_mask_not_the_machine(agent: Path) -> None:
     # negative control: the whole machine, two CPUs, nothing skipped
     p, run = _run(agent, None, CASES)
     assert _begin_cpu(p) == {last}
-    assert run.case("MQ-LAT").outcome == "passed"  # type: ignore[union-attr]
+    assert run.case("MQ-LAT").outcome == "passed"
     first = min(os.sched_getaffinity(0))
     p, run = _run(agent, str(first), CASES[:1])
     assert _begin_cpu(p) == {first} and run.hello["cpu"]["allowed"] == str(first)

@@ -83,9 +83,9 @@ def test_series_are_complete_and_consistent(short_run) -> None:  # type: ignore[
             if len(s.samples):
                 assert int(s.samples.min()) == s.min and int(s.samples.max()) == s.max
                 assert int(s.samples.sum()) == s.sum
-    sweep = [s.point for s in run.case("THR-SW").series]  # type: ignore[union-attr]
+    sweep = [s.point for s in run.case("THR-SW").series]
     assert sweep == [{"n": 2}, {"n": 5}]
-    assert run.case("CAL-REF").find("t_std").n == 20  # type: ignore[union-attr]
+    assert run.case("CAL-REF").find("t_std").n == 20
 
 
 def test_no_samples_keeps_histograms(agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]

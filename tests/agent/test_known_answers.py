@@ -6,7 +6,9 @@ busy-wait guarantees, and comparisons within one test."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -14,12 +16,14 @@ import pytest
 D = 200_000  # ns: far above this machine's typical switch time, far below its duration
 
 
-def samples(result, case: str, series: str, point=None) -> np.ndarray:  # type: ignore[no-untyped-def]
+def samples(
+    result: Any, case: str, series: str, point: dict[str, int] | None = None
+) -> np.ndarray:
     c = result.run.case(case)
     assert c is not None, result.stderr
     s = c.find(series, point)
     assert s is not None and s.samples is not None and len(s.samples) > 10, (case, series)
-    return s.samples
+    return cast("np.ndarray", s.samples)
 
 
 def test_test_build_says_so(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
@@ -50,8 +54,12 @@ def test_test_build_says_so(test_agent: Path, run_agent) -> None:  # type: ignor
     ],
 )
 def test_injected_delay_shows_in_the_figure(
-    test_agent: Path, run_agent, site, case, series, point
-) -> None:  # type: ignore[no-untyped-def]
+    test_agent: Path, run_agent: Callable[..., Any],
+    site: str,
+    case: str,
+    series: str,
+    point: dict[str, int] | None,
+) -> None:
     case_id = case.split(":")[0]
     base = samples(run_agent(test_agent, [case]), case_id, series, point)
     slow = samples(run_agent(test_agent, ["--inject", f"{site}={D}", case]), case_id, series, point)
@@ -82,12 +90,12 @@ def test_real_semaphore_keeps_the_order(test_agent: Path, run_agent) -> None:  #
 def test_clock_stepping_back_is_detected(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
     good = run_agent(test_agent, ["CAL-TIMER:reads=20000:rounds=100"])
     bad = run_agent(test_agent, ["--inject", "clock_back=1000", "CAL-TIMER:reads=20000:rounds=100"])
-    verdict = {c.name: c.verdict for c in good.run.case("CAL-TIMER").checks}  # type: ignore[union-attr]
+    verdict = {c.name: c.verdict for c in good.run.case("CAL-TIMER").checks}
     assert verdict["monotonic"] == "pass"
-    checks = {c.name: c for c in bad.run.case("CAL-TIMER").checks}  # type: ignore[union-attr]
+    checks = {c.name: c for c in bad.run.case("CAL-TIMER").checks}
     assert checks["monotonic"].verdict == "fail"
     assert " 0 backward" not in checks["monotonic"].detail
-    assert bad.run.case("CAL-TIMER").outcome == "failed"  # type: ignore[union-attr]
+    assert bad.run.case("CAL-TIMER").outcome == "failed"
 
 
 def test_cross_cpu_skew_is_detected(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
@@ -98,12 +106,12 @@ def test_cross_cpu_skew_is_detected(test_agent: Path, run_agent) -> None:  # typ
         pytest.skip("needs two CPUs the tests may use")
     args = ["--cpu", str(allowed[1]), "CAL-TIMER:reads=1000:rounds=2000"]
     bad = run_agent(test_agent, ["--inject", "clock_skew=1000000", *args])
-    checks = {c.name: c.verdict for c in bad.run.case("CAL-TIMER").checks}  # type: ignore[union-attr]
+    checks = {c.name: c.verdict for c in bad.run.case("CAL-TIMER").checks}
     assert checks["cross_cpu"] == "fail"
-    back = bad.run.case("CAL-TIMER").find("xcpu_back")  # type: ignore[union-attr]
-    fwd = bad.run.case("CAL-TIMER").find("xcpu_fwd")  # type: ignore[union-attr]
+    back = bad.run.case("CAL-TIMER").find("xcpu_back")
+    fwd = bad.run.case("CAL-TIMER").find("xcpu_fwd")
     # One direction sees the skew as time gained, the other as time lost.
-    assert min(back.min, fwd.min) <= -900_000  # type: ignore[operator]
+    assert min(back.min, fwd.min) <= -900_000
 
 
 def test_runaway_case_is_stopped_by_the_watchdog(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]

@@ -16,8 +16,9 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -59,7 +60,9 @@ def counts(detail: str) -> tuple[int, int, int]:
 
 
 @pytest.mark.parametrize("line", sorted(LINES))
-def test_each_software_line_answers_every_edge(test_agent: Path, run_agent, line: int) -> None:  # type: ignore[no-untyped-def]
+def test_each_software_line_answers_every_edge(
+    test_agent: Path, run_agent: Callable[..., Any], line: int
+) -> None:
     # The pty's answers pass through a kernel worker at normal priority,
     # which a real-time polling loop may starve: the handler scenario (e)
     # leaves it the CPU; a and e for the others.
@@ -129,8 +132,8 @@ def test_clock_check_fails_on_a_skewed_stimulator(test_agent: Path, run_agent) -
 
 
 def test_missing_stimulator_is_skipped_with_the_reason(
-    test_agent: Path, run_agent, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+    test_agent: Path, run_agent: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("RTB_STIM", str(tmp_path / "no-such-stim"))
     case = case_of(run_agent(test_agent, ["RSP-IO:line=1:scenario=0:count=2"]))
     assert case.outcome == "skipped"
@@ -179,7 +182,9 @@ def gpio_sim_chip() -> Iterator[str]:
         dev.rmdir()
 
 
-def test_gpio_sim_full_uapi_path(test_agent: Path, run_agent, gpio_sim_chip: str) -> None:  # type: ignore[no-untyped-def]
+def test_gpio_sim_full_uapi_path(
+    test_agent: Path, run_agent: Callable[..., Any], gpio_sim_chip: str
+) -> None:
     n = int(gpio_sim_chip.removeprefix("gpiochip"))
     gpio = f"gpio_chip={n}:gpio_in=0:gpio_out=1:gpio_drive=0:gpio_sense=1"
     r = run_agent(test_agent, [f"RSP-IO:line=3:scenario=0,4:count=20:{gpio}:{SLOW_OK}"])

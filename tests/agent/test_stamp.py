@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import platform
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,7 +69,7 @@ def test_hello_says_what_stamps_the_windows(agent: Path, run_agent) -> None:  # 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the TSC's flags are x86's")
 def test_a_tsc_that_is_not_invariant_falls_back_and_says_so(
-    test_agent: Path, run_agent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+    test_agent: Path, run_agent: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake = tmp_path / "cpuinfo"
     # constant rate, but it stops in deep C-states: not fit for windows
@@ -97,7 +99,11 @@ D = 200_000  # ns: op_delay busy-waits this long inside each timed call
 
 @pytest.mark.parametrize("counter", ["tsc", "fallback"])
 def test_a_known_delay_reads_in_ns_whatever_stamps_it(
-    test_agent: Path, run_agent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counter: str  # type: ignore[no-untyped-def]
+    test_agent: Path,
+    run_agent: Callable[..., Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    counter: str,
 ) -> None:
     """Ticks left unconverted would read 2-3x the delay at a GHz counter."""
     if counter == "fallback":

@@ -16,6 +16,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from rtbench.stream.codec import crc32
 from rtbench.stream.parser import PREFIX
@@ -43,10 +44,17 @@ def log2_counts(values: Sequence[int], sub_bits: int) -> list[tuple[int, int]]:
     return sorted(counts.items())
 
 
-def full_series(w: StreamWriter, case: str, name: str, values: list[int], **point: int) -> None:
+def full_series(
+    w: StreamWriter, case: str, name: str, values: list[int], **point: int | str
+) -> None:
     """samples + hist + summary, as the agent sends a series."""
     w.samples(case, name, values, point=point, chunk=CHUNK)
-    stats = {"n": len(values), "min": min(values), "max": max(values), "sum": sum(values)}
+    stats: dict[str, Any] = {
+        "n": len(values),
+        "min": min(values),
+        "max": max(values),
+        "sum": sum(values),
+    }
     layout = {"kind": "log2", "sub_bits": SUB_BITS}
     w.hist(case, name, layout=layout, counts=log2_counts(values, SUB_BITS), point=point, **stats)
     w.summary(case, name, point=point, **stats)

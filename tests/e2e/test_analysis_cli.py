@@ -13,10 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import rtbench
 
 from rtbench.stream import StreamWriter, default_hello
-
-from .test_cli import rtbench
 
 
 def stream(path: Path, scale: float, seed: int) -> Path:
@@ -150,7 +149,12 @@ def test_export_and_import_round_trip(two_runs: Path, tmp_path: Path) -> None:
 def test_analyze(two_runs: Path, tmp_path: Path) -> None:
     r = rtbench("analyze", "1", "--references")
     assert r.returncode == 0, r.stderr
-    patterns = (r"Statistics", r"switch\[n=2\]", r"Composite score \d", r"Overall: [★☆]{5}")
+    patterns: tuple[str, ...] = (
+        r"Statistics",
+        r"switch\[n=2\]",
+        r"Composite score \d",
+        r"Overall: [★☆]{5}",
+    )
     patterns += (r"Determinism", r"Worst case beyond the samples", r"other hardware")
     for pattern in patterns:
         assert re.search(pattern, r.stdout), pattern

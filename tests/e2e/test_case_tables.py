@@ -9,12 +9,12 @@ import pytest
 import tools
 
 from rtbench.catalogue import parse_list, port_cases, shipped_ports
-from rtbench.targets.qemu_board import BoardSettings, BoardTarget, board_specs
+from rtbench.targets.qemu_board import BoardSettings, BoardSpec, BoardTarget, board_specs
 
 pytestmark = pytest.mark.tools("qemu-system-arm", "gcc-arm-none-eabi", "libnewlib-arm-none-eabi")
 
 # The first board of each RTOS port: the one `make catalogue` lists.
-FIRST_BOARD = {}
+FIRST_BOARD: dict[str, BoardSpec] = {}
 for _spec in board_specs().values():
     FIRST_BOARD.setdefault(_spec.port.name, _spec)
 

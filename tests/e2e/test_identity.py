@@ -126,7 +126,7 @@ def test_a_journal_moved_while_its_host_was_killed_is_one_run(db: Path, agent: P
     """A kill -9 while the journal moved to the fallback folder leaves two
     copies of one run: the longer is stored, once; the shorter goes."""
     lines = agent_stream(agent)
-    header = {**HEADER, "run": "3" * 8 + "-3333-4333-8333-" + "3" * 12}
+    header: dict[str, object] = {**HEADER, "run": "3" * 8 + "-3333-4333-8333-" + "3" * 12}
     short = abandoned_journal(db, lines[:-3], header)
     # The copy in the fallback folder, which had one more case's end.
     fallback = fallback_dirs()[0]

@@ -17,6 +17,7 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -26,6 +27,7 @@ from rtbench.stream import parse_file, parse_lines
 from rtbench.targets import resolve
 from rtbench.targets.serial import SerialTarget
 from rtbench.transports import TransportError
+from rtbench.transports.serial import SerialTransport
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 NOISE = [
@@ -191,7 +193,7 @@ def test_the_host_types_the_command_and_the_shell_runs_the_agent(
     # Over a console the agent keeps summaries and histograms only, unless asked.
     assert run.hello["params"]["samples"] is samples
     # The shell's exit marker carried the agent's status back.
-    assert transport.stop() in (0, 1) and transport.status in (0, 1)
+    assert transport.stop() in (0, 1) and cast(SerialTransport, transport).status in (0, 1)
 
 
 def test_a_command_the_shell_cannot_run_is_reported(
@@ -200,5 +202,5 @@ def test_a_command_the_shell_cannot_run_is_reported(
     pty, _ = shell_on_console
     transport = resolve(f"serial://{pty.path}", {"cmd": str(tmp_path / "no-agent")}).transport()
     run = collect(transport, ["CAL-REF"])
-    assert transport.status == 127
+    assert cast(SerialTransport, transport).status == 127
     assert any("status 127" in i.detail and "no-agent" in i.detail for i in run.issues), run.issues

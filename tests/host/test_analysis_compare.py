@@ -19,7 +19,7 @@ def latencies(seed: int, n: int = 2000, shift: float = 1.0) -> list[int]:
 
 
 def run_of(values: list[int], **kwargs: object) -> Run:
-    return build_run([C("SEM-SHF", [S("give_to_run", values)])], **kwargs)  # type: ignore[arg-type]
+    return build_run([C("SEM-SHF", [S("give_to_run", values)])], **kwargs)
 
 
 def group(seeds: range, shift: float = 1.0, **kwargs: object) -> list[Run]:

@@ -22,7 +22,7 @@ BASE = [1 * US] * 10000  # THR-SW's rubric: hard 50 µs, margin 0.5, soft 500 µ
 
 
 def stars_of(values: list[int], **kwargs: object) -> int:
-    run = build_run([C("THR-SW", [S("switch", values, {"n": 2})])], **kwargs)  # type: ignore[arg-type]
+    run = build_run([C("THR-SW", [S("switch", values, {"n": 2})])], **kwargs)
     (r,) = rate_run(run)
     return r.stars
 

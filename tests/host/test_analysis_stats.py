@@ -25,7 +25,7 @@ from rtbench.model import Histogram, Series
 
 
 def one_series(values: list[int], **kwargs: object) -> Series:
-    run = build_run([C("X", [S("s", values)])], **kwargs)  # type: ignore[arg-type]
+    run = build_run([C("X", [S("s", values)])], **kwargs)
     return run.cases[0].series[0]
 
 

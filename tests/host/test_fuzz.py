@@ -26,7 +26,7 @@ import random
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -80,7 +80,12 @@ def summaries_run() -> list[str]:
         w.begin(case, "summaries only", {"n": [1, 2, 3, 4, 5], "duration_ms": 100})
         for n in range(1, 6):
             values = make_corpus.latencies(n, 30, 1000 * n)
-            stats = {"n": 30, "min": min(values), "max": max(values), "sum": sum(values)}
+            stats: dict[str, Any] = {
+                "n": 30,
+                "min": min(values),
+                "max": max(values),
+                "sum": sum(values),
+            }
             layout = {"kind": "log2", "sub_bits": 3}
             counts = make_corpus.log2_counts(values, 3)
             w.hist(case, "lat", layout=layout, counts=counts, point={"n": n}, **stats)
@@ -338,7 +343,7 @@ def _decode(chunks: list[tuple[bytes, int]], small: bool) -> list[int] | str:
     saved = codec._SMALL_CHARS
     codec._SMALL_CHARS = 1 << 30 if small else -1
     try:
-        return codec.decode_chunks(chunks).tolist()
+        return cast("list[int]", codec.decode_chunks(chunks).tolist())
     except codec.CodecError as e:
         return str(e)
     finally:

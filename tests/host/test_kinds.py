@@ -161,8 +161,8 @@ def test_compare_shows_counts_as_counts_and_tests_none_of_them() -> None:
             assert losses.values == [None, None]
     # The control: the latency's p99 is tested (over runs: two per side).
     a2, b2 = kinded_run(True, scale=1.02), kinded_run(False, losses=10, scale=1.55)
-    rows = compare_runs([a, b], "p99", members=[[a, a2], [b, b2]]).rows
-    (switch,) = [r for r in rows if r.series == "switch"]
+    p99_rows = compare_runs([a, b], "p99", members=[[a, a2], [b, b2]]).rows
+    (switch,) = [r for r in p99_rows if r.series == "switch"]
     assert switch.pvalue is not None and switch.significant and switch.unit == "ns"
 
 

@@ -77,8 +77,8 @@ def test_each_gap_is_named_after_what_held_the_cpu() -> None:
 def _case() -> CaseResult:
     def series(name: str, values: list[int], kind: str) -> Series:
         a = np.array(values, dtype=np.int64)
-        return Series("NOISE-OS", name, {}, "ns", a, len(a), int(a.min()), int(a.max()),
-                      int(a.sum()), kind=kind)  # fmt: skip
+        return Series("NOISE-OS", name, {}, "ns", a, n=len(a), min=int(a.min()),
+                      max=int(a.max()), sum=int(a.sum()), kind=kind)  # fmt: skip
 
     at, ns = [g[0] for g in GAPS], [g[1] for g in GAPS]
     return CaseResult(

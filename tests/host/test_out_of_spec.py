@@ -9,6 +9,7 @@ import json
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -42,10 +43,10 @@ def log2(**over: object) -> Histogram:
 def odd_series() -> list[Series]:
     """One series per out-of-spec value, none with raw samples (so every
     figure comes from the histogram or the summary)."""
-    base = {"case": "ODD", "n": 5, "min": 40, "max": 41, "sum": 203}
+    base: dict[str, Any] = {"case": "ODD", "n": 5, "min": 40, "max": 41, "sum": 203}
     return [
         Series(name="log10", hist=log2(layout={"kind": "log10", "decades": 9}), **base),
-        Series(name="no_layout", hist=log2(layout="log2"), **base),  # type: ignore[arg-type]
+        Series(name="no_layout", hist=log2(layout="log2"), **base),
         Series(name="n_above_int64", hist=log2(overflow=U64_MAX, n=U64_MAX, counts=[]), **base),
         Series(name="big_overflow", hist=log2(overflow=2**62, n=2**62 + 5), **base),
         Series(name="overflow_mismatch", hist=log2(overflow=2**63 + 5), **base),

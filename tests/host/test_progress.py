@@ -46,7 +46,7 @@ def test_estimates_follow_the_plan() -> None:
 
 def test_piped_prints_a_line_per_case_with_an_eta(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     now = [100.0]
-    monkeypatch.setattr(prog.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr("rtbench.reports.progress.time.monotonic", lambda: now[0])
     buf = io.StringIO()
     console = Console(file=buf, width=200, force_terminal=False)
     plan = [P("A", {"duration_ms": "10000"}), P("B", {"duration_ms": "10000"}), P("C")]
@@ -74,7 +74,7 @@ def test_a_slow_start_is_said_and_counted_next_time(monkeypatch, tmp_path) -> No
     scaled by it."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     now = [100.0]
-    monkeypatch.setattr(prog.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr("rtbench.reports.progress.time.monotonic", lambda: now[0])
     plan = [P("A", {"duration_ms": "10000"}), P("B", {"duration_ms": "10000"})]
     for first in (True, False):
         buf = io.StringIO()

@@ -11,6 +11,7 @@ import importlib.util
 import re
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -47,12 +48,17 @@ def series(
     name: str,
     values: list[int],
     samples: bool = True,
-    **point: int,
+    **point: int | str,
 ) -> None:
     """A series as the agent sends it: samples (optional), hist, summary."""
     if samples:
         w.samples(case, name, values, point=point or None)
-    stats = {"n": len(values), "min": min(values), "max": max(values), "sum": sum(values)}
+    stats: dict[str, Any] = {
+        "n": len(values),
+        "min": min(values),
+        "max": max(values),
+        "sum": sum(values),
+    }
     layout = {"kind": "log2", "sub_bits": 3}
     positive = [v for v in values if v >= 0]
     w.hist(

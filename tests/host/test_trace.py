@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 import pytest
@@ -644,7 +644,7 @@ def test_clk_dur_cross_check_names_the_source_that_is_the_tick(attr: bool) -> No
     run = synthetic_run(1 * MS)
     clk = run.case("CLK-DUR")
     assert clk is not None
-    period = {"period_ns": 4 * MS + 5}
+    period: dict[str, int | str] = {"period_ns": 4 * MS + 5}
     clk.series.append(
         Series("CLK-DUR", "recurring", {"rank": 1} if attr else period, n=2, sum=34_000,
                samples=np.array([16_000, 18_000]), attrs=period if attr else {})
@@ -743,7 +743,7 @@ def root_only(test: _T) -> _T:
     no_tracefs = pytest.mark.skipif(
         not tracefs_mod.kernel_has_tracefs(), reason="needs a kernel with tracefs"
     )
-    return pytest.mark.root("writing the kernel's tracefs")(no_tracefs(test))
+    return cast(_T, pytest.mark.root("writing the kernel's tracefs")(no_tracefs(test)))
 
 
 def _settings(d: Path) -> dict[str, str]:

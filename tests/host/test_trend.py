@@ -12,12 +12,13 @@ from helpers import rtbench
 from test_analysis_fixtures import C, S, build_run
 
 from rtbench.analysis.trend import TrendError, parse_spec, points, version_key
+from rtbench.model import Run
 from rtbench.store import Store
 
 US = 1000
 
 
-def _run(release: str, started: str, worst_us: int, board: str = "b1") -> object:
+def _run(release: str, started: str, worst_us: int, board: str = "b1") -> Run:
     run = build_run([C("JIT-PER", [S("latency", [US] * 99 + [worst_us * US])])])
     run.hello.setdefault("os", {})["release"] = release
     run.started_at = started

@@ -24,7 +24,8 @@ import sys
 from pathlib import Path
 
 from rtbench.machine.build import ensure_agent
-from rtbench.trace import FLIGHT_CLOCKS, FLIGHT_EVENTS, Capture, Recorder
+from rtbench.trace import Capture, Recorder
+from rtbench.trace.tracefs import FLIGHT_CLOCKS, FLIGHT_EVENTS
 
 _TS = re.compile(r"\] \S+ +(\d+\.\d{6}): ")
 
