@@ -9,9 +9,11 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import cast
 
 import pytest
 
+from rtbench.model import CaseResult, Run
 from rtbench.stream import assemble, parse_lines
 
 CASES = ["CAL-TIMER:reads=1000:rounds=100", "MQ-LAT:cross_cpu=1:iterations=100:size=16"]
@@ -19,7 +21,9 @@ CASES = ["CAL-TIMER:reads=1000:rounds=100", "MQ-LAT:cross_cpu=1:iterations=100:s
 pytestmark = pytest.mark.skipif(shutil.which("taskset") is None, reason="no taskset (util-linux)")
 
 
-def _run(agent: Path, cpus: str | None, args: list[str]):  # type: ignore[no-untyped-def]
+def _run(
+    agent: Path, cpus: str | None, args: list[str]
+) -> tuple[subprocess.CompletedProcess[bytes], Run]:
     cmd = ([shutil.which("taskset") or "taskset", "-c", cpus] if cpus else []) + [str(agent), *args]
     p = subprocess.run(cmd, capture_output=True, timeout=120, check=False)
     parsed = parse_lines(p.stdout.splitlines())
@@ -50,7 +54,7 @@ def test_the_default_cpu_follows_the_mask_not_the_machine(agent: Path) -> None:
     # negative control: the whole machine, two CPUs, nothing skipped
     p, run = _run(agent, None, CASES)
     assert _begin_cpu(p) == {last}
-    assert run.case("MQ-LAT").outcome == "passed"
+    assert cast(CaseResult, run.case("MQ-LAT")).outcome == "passed"
     first = min(os.sched_getaffinity(0))
     p, run = _run(agent, str(first), CASES[:1])
     assert _begin_cpu(p) == {first} and run.hello["cpu"]["allowed"] == str(first)

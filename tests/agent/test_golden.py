@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import re
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,11 +22,11 @@ SHORT = [
 
 
 @pytest.fixture(scope="module")
-def short_run(agent: Path, run_agent):  # type: ignore[no-untyped-def]
+def short_run(agent: Path, run_agent: Callable[..., Any]) -> Any:
     return run_agent(agent, SHORT)
 
 
-def test_every_line_is_a_well_formed_record(short_run) -> None:  # type: ignore[no-untyped-def]
+def test_every_line_is_a_well_formed_record(short_run: Any) -> None:
     lines = short_run.stdout.splitlines()
     assert lines, short_run.stderr
     for seq, line in enumerate(lines):
@@ -36,7 +38,7 @@ def test_every_line_is_a_well_formed_record(short_run) -> None:  # type: ignore[
         assert isinstance(json.loads(m.group(4)), dict)
 
 
-def test_record_order_and_counts(short_run) -> None:  # type: ignore[no-untyped-def]
+def test_record_order_and_counts(short_run: Any) -> None:
     kinds = [r.kind for r in short_run.parsed.records]
     assert kinds[0] == "hello" and kinds[-1] == "bye"
     assert short_run.parsed.issues == []
@@ -56,7 +58,7 @@ def test_record_order_and_counts(short_run) -> None:  # type: ignore[no-untyped-
             assert r.body["case"] == inside
 
 
-def test_hello_describes_the_run(short_run) -> None:  # type: ignore[no-untyped-def]
+def test_hello_describes_the_run(short_run: Any) -> None:
     h = short_run.run.hello
     assert h["format"] == 1 and h["port"] == "posix"
     assert h["os"]["sysname"] == "Linux"
@@ -71,7 +73,7 @@ def test_hello_describes_the_run(short_run) -> None:  # type: ignore[no-untyped-
     assert h["params"]["cases"] == ["CAL-TIMER", "CAL-REF", "THR-SW", "SEM-SHF"]
 
 
-def test_series_are_complete_and_consistent(short_run) -> None:  # type: ignore[no-untyped-def]
+def test_series_are_complete_and_consistent(short_run: Any) -> None:
     run = short_run.run
     for case in run.cases:
         assert case.outcome in ("passed", "failed"), (case.case, case.reason)
@@ -88,13 +90,13 @@ def test_series_are_complete_and_consistent(short_run) -> None:  # type: ignore[
     assert run.case("CAL-REF").find("t_std").n == 20
 
 
-def test_no_samples_keeps_histograms(agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_no_samples_keeps_histograms(agent: Path, run_agent: Callable[..., Any]) -> None:
     r = run_agent(agent, ["--no-samples", "CAL-REF:repeats=10"])
     s = r.run.case("CAL-REF").find("t_std")
     assert s.samples is None and s.hist is not None and s.n == 10
 
 
-def test_list_describes_every_case(agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_list_describes_every_case(agent: Path, run_agent: Callable[..., Any]) -> None:
     import subprocess
 
     out = subprocess.run([str(agent), "--list"], capture_output=True, text=True, check=True).stdout
@@ -125,14 +127,16 @@ def test_list_describes_every_case(agent: Path, run_agent) -> None:  # type: ign
         ([], r"usage"),
     ],
 )
-def test_bad_arguments_are_clear_errors(agent: Path, run_agent, args, message) -> None:  # type: ignore[no-untyped-def]
+def test_bad_arguments_are_clear_errors(
+    agent: Path, run_agent: Callable[..., Any], args: list[str], message: str
+) -> None:
     r = run_agent(agent, args)
     assert r.code == 2
     assert re.search(message, r.stderr), r.stderr
     assert r.parsed.records == []  # nothing ran
 
 
-def test_counts_are_not_called_nanoseconds(agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_counts_are_not_called_nanoseconds(agent: Path, run_agent: Callable[..., Any]) -> None:
     r = run_agent(agent, ["IRQ-SUS:count=300:duration_ms=2000", "CAL-REF:repeats=10"])
     units = {(s.case, s.name): s.unit for c in r.run.cases for s in c.series}
     assert units[("IRQ-SUS", "losses")] == units[("IRQ-SUS", "delivered")] == "count"
@@ -143,7 +147,7 @@ def test_counts_are_not_called_nanoseconds(agent: Path, run_agent) -> None:  # t
     assert units[("IRQ-SUS", periods.pop())] == units[("CAL-REF", "t_std")] == "ns"
 
 
-def test_every_series_record_declares_its_kind(agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_every_series_record_declares_its_kind(agent: Path, run_agent: Callable[..., Any]) -> None:
     """The agent writes `kind` on every series record (the host's fallback
     for older streams is not what gives these their kinds)."""
     r = run_agent(agent, ["IRQ-SUS:count=300:duration_ms=2000", "CAL-REF:repeats=10",

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,7 +24,7 @@ D = 1_000_000  # ns: far above an event's latency here, well below a test's pati
 SOURCES = {0: "timer", 1: "raised"}
 
 
-def case_of(result, case_id: str) -> CaseResult:  # type: ignore[no-untyped-def]
+def case_of(result: Any, case_id: str) -> CaseResult:
     case: CaseResult | None = result.run.case(case_id)
     assert case is not None, result.stderr
     return case
@@ -52,7 +54,9 @@ def held(detail: str) -> int:
 # ---- IRQ-LAT ---------------------------------------------------------------
 
 
-def test_lat_records_source_and_counts_add_up(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_lat_records_source_and_counts_add_up(
+    test_agent: Path, run_agent: Callable[..., Any]
+) -> None:
     r = run_agent(test_agent, ["IRQ-LAT:count=500:period_us=500"])
     case = case_of(r, "IRQ-LAT")
     got = checks(case)
@@ -72,7 +76,9 @@ def test_lat_records_source_and_counts_add_up(test_agent: Path, run_agent) -> No
 
 @pytest.mark.realtime
 @pytest.mark.parametrize("source", [0, 1])
-def test_lat_blocker_shows_in_the_max(test_agent: Path, run_agent, source: int) -> None:  # type: ignore[no-untyped-def]
+def test_lat_blocker_shows_in_the_max(
+    test_agent: Path, run_agent: Callable[..., Any], source: int
+) -> None:
     need_cpus(source)
     args = f"IRQ-LAT:source={source}:count=150:period_us=2000"
     r = run_agent(test_agent, [f"{args}:blocker_us={D // 1000}"])
@@ -90,7 +96,9 @@ def test_lat_blocker_shows_in_the_max(test_agent: Path, run_agent, source: int) 
 
 
 @pytest.mark.realtime
-def test_rsp_runs_under_load_and_sees_the_blocker(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_rsp_runs_under_load_and_sees_the_blocker(
+    test_agent: Path, run_agent: Callable[..., Any]
+) -> None:
     r = run_agent(
         test_agent, [f"IRQ-RSP:count=150:period_us=2000:load_threads=2:blocker_us={D // 1000}"]
     )
@@ -111,7 +119,7 @@ def test_rsp_runs_under_load_and_sees_the_blocker(test_agent: Path, run_agent) -
 
 
 @pytest.mark.realtime
-def test_dlt_blocker_delays_the_resume(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_dlt_blocker_delays_the_resume(test_agent: Path, run_agent: Callable[..., Any]) -> None:
     # The blocker must end before the next event, or that event's handler
     # runs before the resume: D / 2 against a 2 ms period.
     d = D // 2
@@ -127,7 +135,9 @@ def test_dlt_blocker_delays_the_resume(test_agent: Path, run_agent) -> None:  # 
 # ---- IRQ-TLT ---------------------------------------------------------------
 
 
-def test_tlt_injected_give_delay_shows_in_every_sample(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_tlt_injected_give_delay_shows_in_every_sample(
+    test_agent: Path, run_agent: Callable[..., Any]
+) -> None:
     d = 200_000
     args = "IRQ-TLT:count=150:period_us=2000"
     base = case_of(run_agent(test_agent, [args]), "IRQ-TLT")
@@ -142,7 +152,9 @@ def test_tlt_injected_give_delay_shows_in_every_sample(test_agent: Path, run_age
 
 
 @pytest.mark.realtime
-def test_tlt_highest_first_passes_and_fails(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_tlt_highest_first_passes_and_fails(
+    test_agent: Path, run_agent: Callable[..., Any]
+) -> None:
     good = run_agent(test_agent, ["IRQ-TLT:count=100:period_us=1000"])
     got = checks(case_of(good, "IRQ-TLT"))
     assert got["timer_highest_first"].verdict == "pass"
@@ -157,7 +169,9 @@ def test_tlt_highest_first_passes_and_fails(test_agent: Path, run_agent) -> None
 # ---- IRQ-SUS ---------------------------------------------------------------
 
 
-def test_sus_too_short_a_period_loses_events(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_sus_too_short_a_period_loses_events(
+    test_agent: Path, run_agent: Callable[..., Any]
+) -> None:
     count = 2000
     r = run_agent(
         test_agent,
@@ -194,7 +208,9 @@ def test_sus_too_short_a_period_loses_events(test_agent: Path, run_agent) -> Non
         assert all(v > 0 for v in losses.values())
 
 
-def test_sus_slow_machine_is_a_bound_and_a_failed_check(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_sus_slow_machine_is_a_bound_and_a_failed_check(
+    test_agent: Path, run_agent: Callable[..., Any]
+) -> None:
     """A fake slow machine: every event handler busy-waits 50 ms, longer than
     any period the search can reach in its budget. The result is a bound
     and a failed check (a finding), never an error."""
@@ -224,7 +240,7 @@ def test_sus_slow_machine_is_a_bound_and_a_failed_check(test_agent: Path, run_ag
 # ---- all -------------------------------------------------------------------
 
 
-def test_every_case_releases_its_events(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_every_case_releases_its_events(test_agent: Path, run_agent: Callable[..., Any]) -> None:
     # The port has 8 event slots; these runs create 24 events one after the
     # other, so a case that kept one would make a later one fail to create.
     once = [

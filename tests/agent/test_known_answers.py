@@ -26,7 +26,7 @@ def samples(
     return cast("np.ndarray", s.samples)
 
 
-def test_test_build_says_so(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_test_build_says_so(test_agent: Path, run_agent: Callable[..., Any]) -> None:
     r = run_agent(test_agent, ["CAL-REF:repeats=10"])
     assert r.run.hello["build"]["test_hooks"] is True
 
@@ -71,7 +71,9 @@ def test_injected_delay_shows_in_the_figure(
     assert base.min() < D
 
 
-def test_broken_semaphore_breaks_the_shuffle(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_broken_semaphore_breaks_the_shuffle(
+    test_agent: Path, run_agent: Callable[..., Any]
+) -> None:
     r = run_agent(test_agent, ["--inject", "sem_noblock=1", "SEM-SHF:duration_ms=100"])
     case = r.run.case("SEM-SHF")
     assert case is not None
@@ -81,13 +83,13 @@ def test_broken_semaphore_breaks_the_shuffle(test_agent: Path, run_agent) -> Non
     assert r.run.bye is not None and r.run.bye["result"] == "failed"
 
 
-def test_real_semaphore_keeps_the_order(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_real_semaphore_keeps_the_order(test_agent: Path, run_agent: Callable[..., Any]) -> None:
     r = run_agent(test_agent, ["SEM-SHF:duration_ms=100"])
     case = r.run.case("SEM-SHF")
     assert case is not None and [c.verdict for c in case.checks] == ["pass"]
 
 
-def test_clock_stepping_back_is_detected(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_clock_stepping_back_is_detected(test_agent: Path, run_agent: Callable[..., Any]) -> None:
     good = run_agent(test_agent, ["CAL-TIMER:reads=20000:rounds=100"])
     bad = run_agent(test_agent, ["--inject", "clock_back=1000", "CAL-TIMER:reads=20000:rounds=100"])
     verdict = {c.name: c.verdict for c in good.run.case("CAL-TIMER").checks}
@@ -98,7 +100,7 @@ def test_clock_stepping_back_is_detected(test_agent: Path, run_agent) -> None:  
     assert bad.run.case("CAL-TIMER").outcome == "failed"
 
 
-def test_cross_cpu_skew_is_detected(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_cross_cpu_skew_is_detected(test_agent: Path, run_agent: Callable[..., Any]) -> None:
     import os
 
     allowed = sorted(os.sched_getaffinity(0))  # a cpuset may leave fewer than the machine's
@@ -114,7 +116,9 @@ def test_cross_cpu_skew_is_detected(test_agent: Path, run_agent) -> None:  # typ
     assert min(back.min, fwd.min) <= -900_000
 
 
-def test_runaway_case_is_stopped_by_the_watchdog(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_runaway_case_is_stopped_by_the_watchdog(
+    test_agent: Path, run_agent: Callable[..., Any]
+) -> None:
     r = run_agent(
         test_agent,
         [

@@ -33,7 +33,7 @@ SCENARIOS = "abcde"
 SLOW_OK = "timeout_ms=20000"
 
 
-def case_of(result, case_id: str = "RSP-IO") -> CaseResult:  # type: ignore[no-untyped-def]
+def case_of(result: Any, case_id: str = "RSP-IO") -> CaseResult:
     case: CaseResult | None = result.run.case(case_id)
     assert case is not None, result.stderr
     return case
@@ -85,7 +85,7 @@ def test_each_software_line_answers_every_edge(
 
 
 @pytest.mark.realtime
-def test_injected_delay_moves_every_sample(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_injected_delay_moves_every_sample(test_agent: Path, run_agent: Callable[..., Any]) -> None:
     args = f"RSP-IO:line=1:count=20:{SLOW_OK}"
     plain = case_of(run_agent(test_agent, [args]))
     slow = case_of(run_agent(test_agent, ["--inject", f"line_delay={D}", args]))
@@ -103,7 +103,7 @@ def test_injected_delay_moves_every_sample(test_agent: Path, run_agent) -> None:
             assert np.median(v) - np.median(p) < 3 * D, (s, edge)
 
 
-def test_no_answer_is_lost_never_a_zero(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_no_answer_is_lost_never_a_zero(test_agent: Path, run_agent: Callable[..., Any]) -> None:
     r = run_agent(
         test_agent,
         ["--inject", "line_mute=1", "RSP-IO:line=1:scenario=0,4:count=6:timeout_ms=20"],
@@ -120,7 +120,9 @@ def test_no_answer_is_lost_never_a_zero(test_agent: Path, run_agent) -> None:  #
             assert len(edge_samples(case, edge, s, "pipe")) == 0
 
 
-def test_clock_check_fails_on_a_skewed_stimulator(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_clock_check_fails_on_a_skewed_stimulator(
+    test_agent: Path, run_agent: Callable[..., Any]
+) -> None:
     args = "RSP-IO:line=1:scenario=4:count=4"
     plain = checks(case_of(run_agent(test_agent, [args])))
     assert plain["same_clock"].verdict == "pass"
@@ -203,7 +205,9 @@ def test_gpio_sim_full_uapi_path(
     assert counts(checks(case_of(r))["e_gpio_edges"].detail) == (4, 0, 4)
 
 
-def test_gpio_absent_is_skipped_with_the_reason(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_gpio_absent_is_skipped_with_the_reason(
+    test_agent: Path, run_agent: Callable[..., Any]
+) -> None:
     r = run_agent(test_agent, ["RSP-IO:line=3:gpio_chip=250:scenario=0:count=2"])
     case = case_of(r)
     assert case.outcome == "skipped"

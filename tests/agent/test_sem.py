@@ -5,8 +5,9 @@ each timed interval that contains one call. No absolute time is asserted."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from helpers import drop_privileges, public_copy
 D = 200_000  # ns: far above a semaphore call or switch here, far below a test's patience
 
 
-def verdicts(result, case_id: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def verdicts(result: Any, case_id: str) -> dict[str, str]:
     case = result.run.case(case_id)
     assert case is not None, result.stderr
     return {c.name: c.verdict for c in case.checks}
@@ -25,14 +26,18 @@ def verdicts(result, case_id: str) -> dict[str, str]:  # type: ignore[no-untyped
 
 
 @pytest.mark.realtime
-def test_release_order_real_semaphore_passes(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_release_order_real_semaphore_passes(
+    test_agent: Path, run_agent: Callable[..., Any]
+) -> None:
     r = run_agent(test_agent, ["SEM-B-REL:waiters=8"])
     assert verdicts(r, "SEM-B-REL") == {"release_order": "pass"}
     assert r.run.case("SEM-B-REL").outcome == "passed" and r.code == 0
 
 
 @pytest.mark.realtime
-def test_release_order_fifo_semaphore_fails(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_release_order_fifo_semaphore_fails(
+    test_agent: Path, run_agent: Callable[..., Any]
+) -> None:
     r = run_agent(test_agent, ["--inject", "sem_fifo=1", "SEM-B-REL:waiters=8"])
     case = r.run.case("SEM-B-REL")
     assert case is not None
@@ -46,7 +51,9 @@ def test_release_order_fifo_semaphore_fails(test_agent: Path, run_agent) -> None
 
 
 @pytest.mark.realtime
-def test_counting_semantics_real_semaphore_passes(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_counting_semantics_real_semaphore_passes(
+    test_agent: Path, run_agent: Callable[..., Any]
+) -> None:
     r = run_agent(test_agent, ["SEM-B-LCK:count=3:rounds=20"])
     assert verdicts(r, "SEM-B-LCK") == {
         "take_until_zero": "pass",
@@ -59,7 +66,9 @@ def test_counting_semantics_real_semaphore_passes(test_agent: Path, run_agent) -
 
 
 @pytest.mark.realtime
-def test_counting_semantics_nonblocking_take_fails(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_counting_semantics_nonblocking_take_fails(
+    test_agent: Path, run_agent: Callable[..., Any]
+) -> None:
     r = run_agent(test_agent, ["--inject", "sem_noblock=1", "SEM-B-LCK:count=3:rounds=20"])
     v = verdicts(r, "SEM-B-LCK")
     # A take that never blocks never says EAGAIN and never waits at 0.
@@ -98,13 +107,15 @@ SERIES = [
 
 
 @pytest.fixture(scope="module")
-def timed_runs(test_agent: Path, run_agent):  # type: ignore[no-untyped-def]
+def timed_runs(test_agent: Path, run_agent: Callable[..., Any]) -> tuple[Any, Any]:
     base = run_agent(test_agent, TIMED)
     slow = run_agent(test_agent, ["--inject", f"op_delay={D}", *TIMED])
     return base, slow
 
 
-def _samples(result, case: str, series: str, point) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _samples(
+    result: Any, case: str, series: str, point: dict[str, int] | None
+) -> np.ndarray:
     c = result.run.case(case)
     assert c is not None, result.stderr
     s = c.find(series, point)
@@ -113,7 +124,13 @@ def _samples(result, case: str, series: str, point) -> np.ndarray:  # type: igno
 
 
 @pytest.mark.parametrize(("case", "series", "point", "count"), SERIES)
-def test_op_delay_shows_once_in_each_interval(timed_runs, case, series, point, count) -> None:  # type: ignore[no-untyped-def]
+def test_op_delay_shows_once_in_each_interval(
+    timed_runs: tuple[Any, Any],
+    case: str,
+    series: str,
+    point: dict[str, int] | None,
+    count: int,
+) -> None:
     base_run, slow_run = timed_runs
     for r in (base_run, slow_run):  # measured (what the OS scored is not the point)
         assert r.code in (0, 1) and r.run.bye is not None, r.stderr
@@ -128,7 +145,9 @@ def test_op_delay_shows_once_in_each_interval(timed_runs, case, series, point, c
 
 
 @pytest.mark.realtime
-def test_contention_warns_when_priorities_run_out(test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_contention_warns_when_priorities_run_out(
+    test_agent: Path, run_agent: Callable[..., Any]
+) -> None:
     r = run_agent(test_agent, ["SEM-ARC:waiters=100:rounds=2"])
     case = r.run.case("SEM-ARC")
     assert case is not None and case.outcome == "passed", r.stderr
@@ -149,7 +168,9 @@ def public_test_agent(test_agent: Path) -> Iterator[Path]:
 
 
 @pytest.mark.root("dropping privileges")
-def test_without_realtime_priority_checks_are_skipped(public_test_agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_without_realtime_priority_checks_are_skipped(
+    public_test_agent: Path, run_agent: Callable[..., Any]
+) -> None:
     r = run_agent(
         public_test_agent,
         ["SEM-B-REL", "SEM-B-LCK", "SEM-TAKE:iterations=200"],

@@ -52,7 +52,7 @@ def _cpu_flags() -> set[str]:
     return set()
 
 
-def test_hello_says_what_stamps_the_windows(agent: Path, run_agent) -> None:  # type: ignore[no-untyped-def]
+def test_hello_says_what_stamps_the_windows(agent: Path, run_agent: Callable[..., Any]) -> None:
     clock = run_agent(agent, ["CAL-REF:repeats=10"]).run.hello["clock"]
     stamp = clock["stamp"]
     assert stamp["reason"]

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -147,7 +148,7 @@ def _agents(parent: int | None = None) -> list[int]:
     return pids
 
 
-def _wait_for(pred, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
+def _wait_for(pred: Callable[[], object], timeout: float = 20.0) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if pred():

@@ -18,7 +18,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -50,7 +50,7 @@ def _journal(db: Path) -> Path | None:
     return found[0] if found else None
 
 
-def _wait(pred, what: str) -> None:  # type: ignore[no-untyped-def]
+def _wait(pred: Callable[[], bool], what: str) -> None:
     end = time.monotonic() + HANG_GUARD_S
     while not pred():
         assert time.monotonic() < end, f"never happened: {what}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -44,7 +45,7 @@ def test_estimates_follow_the_plan() -> None:
     assert full > 10 * quick
 
 
-def test_piped_prints_a_line_per_case_with_an_eta(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_piped_prints_a_line_per_case_with_an_eta(monkeypatch: pytest.MonkeyPatch) -> None:
     now = [100.0]
     monkeypatch.setattr("rtbench.reports.progress.time.monotonic", lambda: now[0])
     buf = io.StringIO()
@@ -68,7 +69,9 @@ def test_piped_prints_a_line_per_case_with_an_eta(monkeypatch) -> None:  # type:
     assert len(lines) == 3
 
 
-def test_a_slow_start_is_said_and_counted_next_time(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_slow_start_is_said_and_counted_next_time(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """A target that takes 30 s to answer (a QEMU boot): said when piped,
     remembered, and part of the next run's estimate; the cases' ETA is not
     scaled by it."""
