@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -20,14 +21,14 @@ from helpers import rtbench
 from rtbench.analysis.pooling import merge_series
 from rtbench.experiments.ab import parse_config
 from rtbench.machine.preempt import PreemptError, PreemptSwitch
-from rtbench.model import Histogram, Series
+from rtbench.model import CaseResult, Histogram, Series
 from rtbench.store import Store
 
 SHORT = ["--set", "JIT-PER.period_us=1000", "--set", "JIT-PER.cycles=300",
          "--set", "JIT-PER.load_threads=0"]  # fmt: skip
 
 
-def _rows(path: Path) -> dict[tuple[str, str], dict[str, object]]:
+def _rows(path: Path) -> dict[tuple[str, str], dict[str, Any]]:  # JSON
     data = json.loads(path.read_text())
     return {(r["series"], r["indicator"]): r for r in data["rows"]}
 
@@ -56,7 +57,7 @@ def test_ab_runs_both_sides_stores_them_labelled_and_prints_ratios(
     rows = _rows(out)
     assert set(rows) >= {(s, i) for s in ("latency", "interval") for i in ("p50", "p99", "max")}
     lat = rows[("latency", "p50")]
-    assert lat["ratio"] == pytest.approx(lat["b"] / lat["a"])  # type: ignore[operator]
+    assert lat["ratio"] == pytest.approx(lat["b"] / lat["a"])
     # One round a side: no test over runs, nothing significant.
     assert lat["pvalue"] is None and lat["significant"] is False and lat["beyond_noise"] is None
     assert lat["test"] == "none: one run per side"
@@ -82,7 +83,7 @@ def test_known_answer_a_blocker_in_b_makes_b_worse_and_significant(
     with Store(db) as store:
         runs = [store.load(i) for i in (1, 2, 3, 4)]
     assert [x.labels["ab"] for x in runs] == ["A", "B", "A", "B"]  # interleaved
-    held = [x.case("JIT-PER").params["blocker_us"] for x in runs]  # type: ignore[union-attr]
+    held = [cast(CaseResult, x.case("JIT-PER")).params["blocker_us"] for x in runs]
     assert held == [0, HOLD_US, 0, HOLD_US]
     lat = _rows(out)
     # The blocker holds three of B's releases for HOLD_US (and the periods
@@ -90,11 +91,11 @@ def test_known_answer_a_blocker_in_b_makes_b_worse_and_significant(
     # amount), and the test over runs sees the shift. A's figures are the
     # machine's noise: no threshold on them or on the ratio.
     p99 = lat[("latency", "p99")]
-    assert p99["b"] >= HOLD_US * 1000, p99  # type: ignore[operator]
-    assert p99["ratio"] == pytest.approx(p99["b"] / p99["a"])  # type: ignore[operator]
-    assert p99["significant"] is True and p99["pvalue"] < 0.05, p99  # type: ignore[operator]
+    assert p99["b"] >= HOLD_US * 1000, p99
+    assert p99["ratio"] == pytest.approx(p99["b"] / p99["a"])
+    assert p99["significant"] is True and p99["pvalue"] < 0.05, p99
     assert p99["beyond_noise"] is True, p99
-    assert lat[("latency", "max")]["b"] >= HOLD_US * 1000  # type: ignore[operator]
+    assert lat[("latency", "max")]["b"] >= HOLD_US * 1000
 
 
 @pytest.mark.parametrize(

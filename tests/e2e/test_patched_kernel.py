@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 import pytest
@@ -19,7 +19,7 @@ import tools
 from boards import measure_board
 
 from rtbench.machine.build import ensure_firmware, kernel_sources
-from rtbench.model import Run
+from rtbench.model import CaseResult, Run
 
 pytestmark = pytest.mark.tools("qemu-system-arm", "gcc-arm-none-eabi", "libnewlib-arm-none-eabi")
 
@@ -121,7 +121,7 @@ def test_a_kernel_edited_in_place_is_rebuilt_told_apart_and_measured(
     # Left alone: the loop ran before the case (the runner's watchdog is
     # armed with a post), which moves where its samples fall on the 40 ns
     # timestamp grid, never by the loop: within the same 1 %.
-    names = {s.name for s in stock.case(untouched).series}  # type: ignore[union-attr]
+    names = {s.name for s in cast(CaseResult, stock.case(untouched)).series}
     assert names, untouched
     for name in sorted(names):
         for a, b in zip(_medians(stock, untouched, name), _medians(patched, untouched, name),

@@ -15,11 +15,12 @@ import platform
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 import tools
 
-from rtbench.model import Run
+from rtbench.model import CaseResult, Run
 from rtbench.run.session import Interrupted, StreamProgress, collect
 from rtbench.store import Store
 from rtbench.stream import Record
@@ -163,7 +164,7 @@ def test_killed_guest_keeps_finished_cases(rt: QemuTransport) -> None:
 
     run = collect(rt, LONG_SECOND, kill_after_first_case)
     assert not run.complete
-    assert run.case("CAL-REF").outcome == "passed"  # type: ignore[union-attr]
+    assert cast(CaseResult, run.case("CAL-REF")).outcome == "passed"
     second = run.case("THR-SW")
     assert second is None or second.outcome == "error"
     assert any("QEMU was ended by SIGKILL" in i.detail for i in run.issues), run.issues
@@ -179,7 +180,7 @@ def test_ctrl_c_stops_the_guest(rt: QemuTransport) -> None:
         collect(rt, LONG_SECOND, interrupt_after_first_case)
     run = caught.value.run
     assert not run.complete
-    assert run.case("CAL-REF").outcome == "passed"  # type: ignore[union-attr]
+    assert cast(CaseResult, run.case("CAL-REF")).outcome == "passed"
     assert rt.proc is not None and rt.proc.poll() is not None
     assert not _qemu_processes(rt.run_dir)
 

@@ -18,7 +18,7 @@ import tools
 from boards import measure_board
 
 from rtbench import catalogue, identity
-from rtbench.model import Run
+from rtbench.model import CaseResult, Run
 from rtbench.run.suites import SUITES, Planned
 from rtbench.targets import resolve
 from rtbench.targets.qemu_board import BoardTarget
@@ -98,7 +98,7 @@ def test_the_quick_suite_runs(port: str) -> None:
             text = " ".join(k.detail for k in outcome[case].checks)
             assert "priority ceiling" in text and "inheritance" not in text, text
     else:
-        pi = next(k for k in run.case("MUT-B-PI").checks if k.name == "pi")  # type: ignore[union-attr]
+        pi = next(k for k in cast(CaseResult, run.case("MUT-B-PI")).checks if k.name == "pi")
         assert "priority inheritance" in pi.detail
     meta = run.machine["target"]
     assert (meta["os"], meta["os_version"], meta["port"]) == (os_name, version, port)
@@ -120,7 +120,9 @@ def test_the_quick_suite_runs(port: str) -> None:
     tlt = next(a for a in args if a.startswith("IRQ-TLT:"))
     alone, _ = _measure([tlt], _spec(port))
     for name in ("timer_to_thread", "raised_to_thread"):
-        in_suite, by_itself = (r.case("IRQ-TLT").find(name) for r in (run, alone))  # type: ignore[union-attr]
+        in_suite, by_itself = (
+            cast(CaseResult, r.case("IRQ-TLT")).find(name) for r in (run, alone)
+        )
         assert in_suite is not None and by_itself is not None, name
         ratio = (in_suite.sum / in_suite.n) / (by_itself.sum / by_itself.n)
         assert 0.98 < ratio < 1.02, (name, in_suite, by_itself)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from test_analysis_fixtures import C, S, build_run
 
-from rtbench.analysis.compare import ONE_RUN, compare_runs, configurations
+from rtbench.analysis.compare import ONE_RUN, CompareRow, compare_runs, configurations
 from rtbench.model import Run
 
 
@@ -26,7 +26,7 @@ def group(seeds: range, shift: float = 1.0, **kwargs: object) -> list[Run]:
     return [run_of(latencies(s, shift=shift), **kwargs) for s in seeds]
 
 
-def compare_groups(a: list[Run], b: list[Run], indicator: str) -> list:  # type: ignore[type-arg]
+def compare_groups(a: list[Run], b: list[Run], indicator: str) -> list[CompareRow]:
     return compare_runs([a[0], b[0]], indicator, members=[a, b]).rows
 
 
