@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from helpers import rtbench
 
+from rtbench.model import CaseResult
 from rtbench.run.journal import journal_dir
 from rtbench.store import Store
 from rtbench.stream import parse_lines
@@ -110,7 +111,7 @@ def _running_with_ends(db: Path, tmp_path: Path, n: int) -> tuple[subprocess.Pop
     return proc, agents
 
 
-def _finished(run_cases: list) -> list[str]:  # type: ignore[type-arg]
+def _finished(run_cases: list[CaseResult]) -> list[str]:
     return [c.case for c in run_cases if c.reason not in (ENDED_INSIDE, END_LOST)]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from rtbench.experiments.campaign import (
 )
 from rtbench.model import Run
 
-DOC = {
+DOC: dict[str, Any] = {
     "campaign": {"name": "c", "cases": ["CAL-REF"], "loads": ["none", "cpu"], "repetitions": 2},
     "target": [{"name": "a", "spec": "local"}, {"name": "b", "spec": "qemu:debian-rt"}],
 }
@@ -119,7 +120,7 @@ def test_a_column_with_a_failed_run_says_failed_and_names_it() -> None:
     from rtbench.commands.campaign import _pooled
     from rtbench.reports.html import html_report
 
-    c = parse_campaign({**DOC, "campaign": {**DOC["campaign"], "loads": ["none"]}}, "c")  # type: ignore[dict-item]
+    c = parse_campaign({**DOC, "campaign": {**DOC["campaign"], "loads": ["none"]}}, "c")
     runs = []
     for rep, (target, order) in enumerate([("a", "pass"), ("a", "fail"), ("b", "pass"),
                                            ("b", "pass")]):  # fmt: skip

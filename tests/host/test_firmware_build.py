@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -95,7 +96,7 @@ def test_board_target_options() -> None:
     assert isinstance(t, BoardTarget)
     assert (t.settings.time, t.settings.flavor, t.settings.max_samples) == ("host", "test", 500)
     assert t.settings.clock_args() == []
-    assert resolve("qemu:freertos-mps2-an385").settings.clock_args() == [  # type: ignore[attr-defined]
+    assert cast(BoardTarget, resolve("qemu:freertos-mps2-an385")).settings.clock_args() == [
         "-icount", "shift=5,sleep=off"
     ]  # fmt: skip
     for bad in ("time=wall", "shift=99", "flavor=debug", "smp=2"):
