@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -109,7 +109,7 @@ def test_rsp_runs_under_load_and_sees_the_blocker(
             continue
         load = got[f"{name}_load"]
         assert load.verdict == "pass"
-        assert int(re.search(r"(\d+) calls", load.detail).group(1)) > 0  # type: ignore[union-attr]
+        assert int(cast("re.Match[str]", re.search(r"(\d+) calls", load.detail)).group(1)) > 0
         assert held(got[f"{name}_delivery"].detail) > 0
         v = samples(case, f"{name}_latency")
         assert v.max() >= D and np.median(v) < D

@@ -13,7 +13,7 @@ import re
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -54,7 +54,8 @@ def test_cpus_all_gives_one_series_per_cpu(test_agent: Path, run_agent: Runner) 
     # One `releases` and one `load_ran` check per CPU, each naming its CPU.
     for name in ("releases", "load_ran"):
         details = [k.detail for k in c.checks if k.name == name]
-        assert sorted(int(re.match(r"CPU (\d+): ", d)[1]) for d in details) == cpus  # type: ignore[index]
+        cpu_of = (cast("re.Match[str]", re.match(r"CPU (\d+): ", d))[1] for d in details)
+        assert sorted(int(n) for n in cpu_of) == cpus
     # Negative control: without --cpus, one series on the measurement CPU, no point.
     single = jit(run_agent(test_agent, [case]))
     assert [s.point for s in single.series if s.name == "latency"] == [{}]

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -131,7 +131,8 @@ def test_rtbench_run_as_nobody_skips_what_needs_priority(
     check that needs real-time priority listed as skipped with its reason."""
     home = nobody_home
     env = {**os.environ, "RTBENCH_DB": str(home / "db.sqlite"), "HOME": str(home)}
-    agent, preexec = public_agent, drop_privileges
+    agent = public_agent
+    preexec: Callable[[], None] | None = drop_privileges
     if not _python_runs_as_nobody():
         # The host stays; the agent, which is what real-time priority is
         # about, runs as nobody with RLIMIT_RTPRIO 0 all the same.
@@ -143,7 +144,7 @@ def test_rtbench_run_as_nobody_skips_what_needs_priority(
             f'--inh-caps=-all prlimit --rtprio=0 -- "{public_agent}" "$@"\n'
         )
         agent.chmod(0o755)
-        preexec = None  # type: ignore[assignment]
+        preexec = None
     args = [a for c in RT_CASES for a in ("-c", c.split(":")[0])]
     sets = [a for c in RT_CASES for kv in c.split(":")[1:]
             for a in ("--set", f"{c.split(':')[0]}.{kv}")]  # fmt: skip

@@ -19,6 +19,7 @@ import tools
 from boards import measure_board
 
 from rtbench import identity
+from rtbench.machine.build import Flavor
 from rtbench.model import CaseResult
 
 BOARD = "mps2-an385"
@@ -29,8 +30,8 @@ TICK_NS = 40  # the timestamp counter's tick (25 MHz)
 pytestmark = pytest.mark.tools("qemu-system-arm", "gcc-arm-none-eabi", "libnewlib-arm-none-eabi")
 
 
-def _run(port: str, args: list[str], flavor: str = "release") -> CaseResult:
-    tools.firmware(port, BOARD, flavor)  # type: ignore[arg-type]
+def _run(port: str, args: list[str], flavor: Flavor = "release") -> CaseResult:
+    tools.firmware(port, BOARD, flavor)
     query = "?flavor=test" if flavor == "test" else ""
     run, _ = measure_board(f"qemu:{port}-{BOARD}{query}", args)
     (case,) = run.cases

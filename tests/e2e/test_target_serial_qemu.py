@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, cast
 
 import pytest
 import tools
@@ -66,7 +67,7 @@ def guest() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
             proc.kill()
             proc.wait()
             with contextlib.suppress(OSError):
-                proc.stdout.close()  # type: ignore[union-attr]
+                cast(IO[bytes], proc.stdout).close()  # stdout=PIPE above
 
 
 def test_stream_through_qemus_uart_and_a_killed_guest_keeps_its_cases(

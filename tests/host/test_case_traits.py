@@ -7,6 +7,7 @@ table changes what the host does, with no host edit. The shipped tables
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from test_analysis_fixtures import C, S, build_run, cal_ref
 
@@ -17,11 +18,11 @@ from rtbench.catalogue import AgentCase, Table
 from rtbench.reports.jitter import jitter_series
 
 
-def _with(case: str, **traits: object) -> Table:
+def _with(case: str, **traits: Any) -> Table:
     """The shipped POSIX table with one case's traits changed."""
     table = dict(catalogue.posix_cases())
     base = table.get(case, AgentCase(case, case, True))
-    table[case] = replace(base, **traits)  # type: ignore[arg-type]
+    table[case] = replace(base, **traits)
     return table
 
 
