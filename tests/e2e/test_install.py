@@ -98,7 +98,7 @@ def test_installed_package_carries_the_agent_sources(installed: Path) -> None:
     p = _check([str(installed / "python"), "-c", code], cwd="/")
     module, agent = p.stdout.split()
     assert module.startswith(str(installed.parent)), "rtbench imported from outside the venv"
-    assert Path(agent) == Path(module).parent / "agent"
+    assert Path(agent) == Path(module).parents[1] / "agent"  # rtbench/agent
     for part in (
         "CMakeLists.txt",
         "cmake/toolchain-aarch64.cmake",
