@@ -42,10 +42,10 @@ def test_the_blockers_gaps_are_named_after_it(db: Path, agent: Path) -> None:
     [w] = [w for w in c.warnings if w.code == CODE]
     lines = [m for m in map(_LINE.match, w.detail.split("\n")[1:]) if m]
     assert lines, w.detail
-    # Every hold is a gap at least as long, named after the blocker (a
-    # loaded machine may add long gaps of its own: those are not counted).
-    named = [
-        m for m in lines if float(m[1]) >= HOLD_US and m[3].startswith("thread noise-blocker (pid ")
-    ]
+    # Every hold is a gap at least as long, named after the blocker: as
+    # its source, or, where a stall of the vCPU on a loaded host took the
+    # larger part of that gap, as its largest traced part. The machine's own
+    # long gaps are not counted.
+    named = [m for m in lines if float(m[1]) >= HOLD_US and "thread noise-blocker (pid " in m[3]]
     assert len(named) == COUNT, w.detail
     assert all("real-time priority" in m[3] for m in named)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from rtbench.model import CaseResult, Run, Series
-from rtbench.trace.noise import CODE, UNATTRIBUTED, add_noise_sources, name_gaps
+from rtbench.trace.noise import CODE, UNATTRIBUTED, add_noise_sources, describe, name_gaps
 from rtbench.trace.ringbuf import Event
 
 US = 1000
@@ -72,6 +72,14 @@ def test_each_gap_is_named_after_what_held_the_cpu() -> None:
     assert bare.source == UNATTRIBUTED and bare.held_ns == 0
     # The hog ran 20 µs at the end of a 60 µs gap: less than half of it.
     assert before.source == UNATTRIBUTED
+    assert bare.part == "" and before.part == ""  # nothing traced in them: no part
+    # A gap the hog held 20 µs of 60 (4050-4110 µs): unattributed, with the
+    # hog named as its largest traced part.
+    (part,) = name_gaps(events, start, [(4050 * US, 60 * US)])
+    assert part.source == UNATTRIBUTED and part.held_ns == 0
+    assert part.part == f"thread rtb-hog (pid {HOG}, real-time priority 95)"
+    assert part.part_ns == 20 * US
+    assert "rtb-hog (pid 60, real-time priority 95) held 20.0 µs of it" in describe([part], 1)
 
 
 def _case() -> CaseResult:

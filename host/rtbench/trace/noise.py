@@ -11,7 +11,10 @@ A gap is named after the context that held the CPU for at least half of
 it; a gap in which the trace shows nothing else on the CPU (the poller
 "held" it throughout) is `unattributed/hardware`: the kernel recorded no
 event, so the CPU was taken by something below it (firmware, SMI, a
-hypervisor not running the vCPU) or by an untraced context.
+hypervisor not running the vCPU) or by an untraced context. An
+unattributed gap still says which traced context held the largest part of
+it, if any did: a thread's 20 ms inside a 50 ms stall of the vCPU is named
+there, not lost.
 
 The result is one `noise_source` warning per CPU on the case (stored with
 the run), its first line a summary and then one line per gap, largest
@@ -48,6 +51,9 @@ class NamedGap:
     ns: int
     source: str  # a Contributor's description, or UNATTRIBUTED
     held_ns: int  # how much of the gap the source held (0: unattributed)
+    # An unattributed gap's largest traced part (less than half of it).
+    part: str = ""
+    part_ns: int = 0
 
 
 def name_gaps(
@@ -69,8 +75,10 @@ def name_gaps(
             if c.ns > 0 and not (c.task is not None and c.task.pid in (start.pid, -1))
         ]
         best = max(others, key=lambda c: c.ns, default=None)
-        if best is None or 2 * best.ns < ns:
+        if best is None:
             out.append(NamedGap(cpu, at, ns, UNATTRIBUTED, 0))
+        elif 2 * best.ns < ns:
+            out.append(NamedGap(cpu, at, ns, UNATTRIBUTED, 0, best.describe(), best.ns))
         else:
             out.append(NamedGap(cpu, at, ns, best.describe(), best.ns))
     return out
@@ -133,6 +141,8 @@ def describe(named: Sequence[NamedGap], cpu: int) -> str:
     lines = [f"the {len(named)} largest gaps on CPU {cpu}, named from the kernel trace: {summary}"]
     for g in named:
         held = f" (held {g.held_ns / 1000:.1f} µs of it)" if g.held_ns else ""
+        if g.part:
+            held = f" for most of it; {g.part} held {g.part_ns / 1000:.1f} µs of it"
         lines.append(
             f"  {g.ns / 1000:10.1f} µs at {g.at_ns / 1e6:9.3f} ms on CPU {g.cpu}: {g.source}{held}"
         )
