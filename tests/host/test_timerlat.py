@@ -3,8 +3,12 @@ samples it sends back, the series and the cross-check they become."""
 
 from __future__ import annotations
 
-import numpy as np
+from dataclasses import replace
 
+import numpy as np
+import pytest
+
+from rtbench import catalogue
 from rtbench.model import CaseResult, Run, Series
 from rtbench.targets import timerlat
 from rtbench.targets.initramfs import MARKER, init_script
@@ -20,6 +24,18 @@ def test_request_follows_jit_per() -> None:
     req = timerlat.request(["--cpus=all", "JIT-PER:duration_ms=3000"], smp=4)
     assert req is not None and (req.cpus, req.seconds, req.period_us) == ("0-3", 3.0, 10000)
     assert req.line() == "10000 0-3 3\n"
+
+
+def test_jit_per_defaults_come_from_the_agents_case_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The tracer follows JIT-PER's period as the agent declares it: a
+    # changed default in the case table changes the request, no host edit.
+    assert timerlat.request(["JIT-PER"], 2) == timerlat.Request(10000, "1", 20.0)
+    table = catalogue.posix_cases()
+    jit = table["JIT-PER"]
+    params = [dict(p, default=[500]) if p["name"] == "period_us" else p for p in jit.params]
+    monkeypatch.setitem(table, "JIT-PER", replace(jit, params=params))
+    monkeypatch.setattr(catalogue, "posix_cases", lambda: table)
+    assert timerlat.request(["JIT-PER"], 2) == timerlat.Request(500, "1", 2.5)
 
 
 def test_the_guest_script_writes_markers_on_the_stream_port() -> None:

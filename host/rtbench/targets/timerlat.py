@@ -27,14 +27,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rtbench import catalogue
 from rtbench.model import Check, Run, Series, Warning
 
 SOURCE = "kernel timerlat"
 # Seconds the tracer runs at most: the guest stays within the last case's
 # idle allowance (its deadline margin), and TCG is slow.
 MAX_SECONDS = 20.0
-# JIT-PER's defaults (agent/cases/jit_per.c).
-_PERIOD_US, _CYCLES = 10000, 5000
 SERIES = {"irq": "kernel_irq_latency", "thread": "kernel_thread_latency"}
 
 # The part of `/init` that runs the tracer; MARKER and PORT are filled in.
@@ -88,14 +87,21 @@ def _param(spec: str, name: str, default: int) -> int:
     return int(m.group(1)) if m else default
 
 
+def _jit_per_default(name: str) -> int:
+    """JIT-PER's default `name` as the guest's (POSIX) agent declares it in
+    its case table, not a copy of agent/cases/jit_per.c."""
+    params = catalogue.posix_cases()["JIT-PER"].params
+    return int(next(p["default"][0] for p in params if p["name"] == name))
+
+
 def request(args: list[str], smp: int) -> Request | None:
     """The tracer's settings from the agent's arguments: JIT-PER's period
     and duration (at most MAX_SECONDS) on its CPUs; None without JIT-PER."""
     spec = next((a for a in args if a == "JIT-PER" or a.startswith("JIT-PER:")), None)
     if spec is None:
         return None
-    period = _param(spec, "period_us", _PERIOD_US)
-    seconds = _param(spec, "cycles", _CYCLES) * period / 1e6
+    period = _param(spec, "period_us", _jit_per_default("period_us"))
+    seconds = _param(spec, "cycles", _jit_per_default("cycles")) * period / 1e6
     cap_ms = _param(spec, "duration_ms", 0)
     if cap_ms:
         seconds = min(seconds, cap_ms / 1000)
