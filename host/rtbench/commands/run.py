@@ -133,10 +133,10 @@ def finish(taken: Taken, stop: StopSignals | None, again: str | None = None) -> 
 @click.option(
     "--cstates",
     type=click.Choice(["hold", "leave"]),
-    default="hold",
-    show_default=True,
+    default=None,
     help="Linux: hold C-states off while the agent runs (/dev/cpu_dma_latency = 0, as "
-    "cyclictest does), or leave them to measure with the machine's idle states.",
+    "cyclictest does), or leave them to measure with the machine's idle states. "
+    "Default: the agent's (hold).",
 )
 @click.option(
     "--cpus",
@@ -207,7 +207,7 @@ def run(
     load_cpus: str | None,
     load_threads: int | None,
     no_pin: bool,
-    cstates: str,
+    cstates: str | None,
     cpus: str | None,
     duration: str | None,
     break_us: float | None,
@@ -246,7 +246,7 @@ def run(
             load_cpus=load_cpus,
             load_threads=load_threads,
             pin=not no_pin,
-            cstates=None if cstates == "hold" else cstates,  # holding is the agent's default
+            cstates=cstates,  # unset: the agent's own default
         )
         soak.apply(
             request, cpus, duration_s, break_us, soak.user_overrides(overrides, known), known
