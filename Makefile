@@ -46,9 +46,10 @@ lint: setup
 	@$(BIN)/mypy --no-error-summary
 
 # Exit 5 (no test collected) is a failure too: a suite that ran nothing passed nothing.
+# --durations: every log names the 25 slowest tests, where the time goes.
 pytest: setup agent agent-test
 	@echo "tests: pytest (skips listed with their reason at the end)"
-	@$(BIN)/pytest -q -p no:cacheprovider; rc=$$?; \
+	@$(BIN)/pytest -q -p no:cacheprovider --durations=25; rc=$$?; \
 	  [ $$rc -ne 5 ] || echo "tests: FAILED: pytest collected no tests" >&2; exit $$rc
 
 # The system packages the tests need (scripts/system-packages.txt): as root

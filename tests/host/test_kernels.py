@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -86,3 +88,26 @@ def test_image_arch_from_the_header(tmp_path: Path) -> None:
     assert kernels.from_path(arm).arch == "aarch64"
     assert kernels.from_path(gz).arch == "aarch64"
     assert kernels.from_path(bz).arch == "x86_64"
+
+
+def test_apt_keeps_its_cache_in_ours_where_it_keeps_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A container's apt (Dir::Cache::pkgcache "") parses all its lists on
+    # every call; rtbench then names a cache file of its own, which apt
+    # writes on the first call. Where apt keeps its own, nothing is added.
+    if shutil.which("apt-config") is None or shutil.which("apt-cache") is None:
+        pytest.skip("no apt on this machine")
+    monkeypatch.setenv("RTBENCH_KERNEL_DIR", str(tmp_path))
+    own = subprocess.run(
+        ["apt-config", "shell", "P", "Dir::Cache::pkgcache"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    options = kernels._apt_cache_options()
+    if own not in ("", "P=''"):
+        assert options == []
+        return
+    cache = tmp_path / "apt" / "pkgcache.bin"
+    assert f"Dir::Cache::pkgcache={cache}" in options
+    subprocess.run(kernels._apt("apt-cache", "policy", "dpkg"), capture_output=True, check=True)
+    assert cache.stat().st_size > 0
