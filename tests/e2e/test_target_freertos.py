@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -123,6 +124,46 @@ def test_icount_gives_the_same_figures_twice(
         return out
 
     assert figures(RUN_IDS[0]) == figures(RUN_IDS[1])
+
+
+def test_a_slow_reader_does_not_reach_the_figures(
+    firmware: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs of cases that print between their measurements (CAL-TIMER's
+    series before its next one, RSP-IO's scenario by scenario, IRQ-LAT
+    after CAL-TIMER's output), two run identities; in the second the host
+    reads nothing for a while after the hello, as a loaded host or a slow
+    store does. The figures are the same: the UART never waits for the
+    host. Through a pipe it did (64 KiB, then the firmware spun on the
+    UART's busy flag in virtual time): a campaign's repetitions differed in
+    RSP-IO's and IRQ-LAT's maxima."""
+    args = ["CAL-TIMER:reads=100000:rounds=5000", "IRQ-LAT:count=2000:period_us=500",
+            "RSP-IO:count=200"]  # fmt: skip
+    line = BoardTransport._line
+
+    def figures(run_id: str, stall_s: float) -> list[tuple[object, ...]]:
+        stalled = [False]
+
+        def slow_line(self: BoardTransport, raw: bytes) -> bytes | None:
+            if not stalled[0] and b" hello " in raw:
+                stalled[0] = True
+                time.sleep(stall_s)  # on the reader: nothing is read meanwhile
+            return line(self, raw)
+
+        monkeypatch.setattr(identity, "new", lambda: run_id)
+        monkeypatch.setattr(BoardTransport, "_line", slow_line)
+        run, _ = _measure(args)
+        assert run.uuid == run_id and stalled[0]
+        out: list[tuple[object, ...]] = []
+        for case in run.cases:
+            assert case.outcome == "passed" and case.series, case.case
+            for s in case.series:
+                h = s.hist
+                assert h is not None and s.n > 0
+                out.append((case.case, s.name, s.point, s.n, s.min, s.max, s.sum, tuple(h.counts)))
+        return out
+
+    assert figures(RUN_IDS[0], 0.0) == figures(RUN_IDS[1], 3.0)
 
 
 def test_jit_per_latency_is_the_release_delay_on_the_tick(firmware: Path) -> None:

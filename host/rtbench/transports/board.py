@@ -67,7 +67,9 @@ class BoardTransport(ChildTransport):
         self.notes, self.timings = [], {}
         self._reset_streams()
         self._t0 = time.monotonic()
-        self._spawn(self.argv(args), self.qemu, preexec=die_with_parent)
+        # Into a file, not a pipe: the UART never waits for the host, so
+        # -icount figures do not depend on how fast the host reads.
+        self._spawn(self.argv(args), self.qemu, preexec=die_with_parent, stdout_file=True)
 
     def _line(self, line: bytes) -> bytes | None:
         line = line.rstrip(b"\r")

@@ -12,12 +12,17 @@ child is ended differs per transport; each one's `stop` finishes with
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import queue
 import subprocess
+import tempfile
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from typing import IO
 
 from rtbench.stream.limits import STDERR_LINES, bounded_lines
 from rtbench.transports.base import TransportError
@@ -27,6 +32,38 @@ QUEUED_LINES = 128
 # After a stop, how long a line still owed may take: the child is gone and
 # its pipe closes, unless something it started still holds it.
 REMAINING_WAIT_S = 2.0
+# A child writing into a file (`_spawn(..., stdout_file=True)`): how often
+# its reader looks for more.
+FOLLOW_POLL_S = 0.02
+
+
+class _Followed(io.RawIOBase):
+    """The child's stdout written into an unlinked file, read as it grows:
+    a read waits for more until the child has ended and all was read. Its
+    own offset (pread): the child's writes keep theirs."""
+
+    def __init__(self, fd: int, proc: subprocess.Popen[bytes]) -> None:
+        super().__init__()
+        self._fd, self._proc, self._at = fd, proc, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+        view = memoryview(b)
+        while True:
+            ended = self._proc.poll() is not None  # before the read: nothing after it is lost
+            data = os.pread(self._fd, len(view), self._at)
+            if data or ended:
+                view[: len(data)] = data
+                self._at += len(data)
+                return len(data)
+            time.sleep(FOLLOW_POLL_S)
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._fd)
+        super().close()
 
 
 class ChildTransport:
@@ -42,6 +79,8 @@ class ChildTransport:
         # Its last lines only: a child flooding stderr costs no memory.
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
         self._readers: list[threading.Thread] = []
+        self._stdout: IO[bytes] = io.BytesIO()  # the child's, once started
+        self._followed = False
         self.cut_lines = [0]  # pieces of over-long lines (rtbench.stream.limits)
         # When the child last wrote a line, the ones `_line` consumes too (a
         # QEMU guest's markers: its trace and timerlat after the agent's
@@ -61,19 +100,38 @@ class ChildTransport:
         *,
         stdin: int = subprocess.DEVNULL,
         preexec: Callable[[], None] | None = None,
+        stdout_file: bool = False,
     ) -> None:
-        """Starts `argv` (`what` names it in errors) and its readers."""
-        try:
-            self.proc = subprocess.Popen(
-                argv,
-                stdin=stdin,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                preexec_fn=preexec,
+        """Starts `argv` (`what` names it in errors) and its readers.
+        `stdout_file`: the child writes its stdout into an unlinked file
+        the reader follows, never into a pipe. A full pipe holds a writer
+        back for as long as the host takes to read (a loaded host, a slow
+        store); an emulated board under -icount spins on its UART's busy
+        flag meanwhile, and host time became virtual time in its figures."""
+        with contextlib.ExitStack() as stack:
+            sink = (
+                stack.enter_context(tempfile.TemporaryFile(prefix="rtbench-stdout-"))
+                if stdout_file
+                else None
             )
-        except OSError as e:
-            raise TransportError(f"cannot start {what}: {e}") from e
+            try:
+                self.proc = subprocess.Popen(
+                    argv,
+                    stdin=stdin,
+                    stdout=sink if sink is not None else subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                    preexec_fn=preexec,
+                )
+            except OSError as e:
+                raise TransportError(f"cannot start {what}: {e}") from e
+            self._followed = sink is not None
+            if sink is not None:
+                # The reader's own descriptor; the child holds the other.
+                self._stdout = io.BufferedReader(_Followed(os.dup(sink.fileno()), self.proc))
+            else:
+                assert self.proc.stdout is not None
+                self._stdout = self.proc.stdout
         self._readers = [
             threading.Thread(target=self._pump, daemon=True),
             threading.Thread(target=self._drain_stderr, daemon=True),
@@ -87,12 +145,13 @@ class ChildTransport:
         return line
 
     def _pump(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        for raw in bounded_lines(self.proc.stdout, self.cut_lines):
+        for raw in bounded_lines(self._stdout, self.cut_lines):
             self._heard = time.monotonic()
             line = self._line(raw)
             if line is not None:
                 self._queue.put(line)
+        if self._followed:
+            self._stdout.close()  # the file is gone with its last descriptor
         self._queue.put(None)  # the end of the stream (an empty line is a line)
 
     def _drain_stderr(self) -> None:
