@@ -1,7 +1,7 @@
 """Store at the speed of the disk: Store.save and Store.load of a run of 10
 million raw samples (SQLite, CPU seconds), beside the floor (the same
 samples as raw int64: write + fsync, read), and the codec's size/speed trade
-(zlib levels 1 and 6 of the shuffled samples).
+(zlib levels 1 and 6 and zstd level 1 of the shuffled samples).
 
     .venv/bin/python bench/bench_codec.py [--samples 10000000] [--json] [--smoke]
 
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import zstandard
 
 from rtbench.machine.build import BuildError, ensure_agent
 from rtbench.model import Run
@@ -69,21 +70,20 @@ def bench(tmp: Path, samples: int, repeat: int) -> dict[str, Any]:
 
     floor_write = cpu(write_raw, repeat)
     floor_read = cpu(lambda: np.fromfile(raw, dtype=np.int64), repeat)
+    planes = [np.ascontiguousarray(a).view(np.uint8).reshape(-1, 8).T.tobytes() for a in arrays]
+    zstd_c, zstd_d = zstandard.ZstdCompressor(level=1), zstandard.ZstdDecompressor()
+    trades: dict[str, tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]] = {
+        "zlib 1": (lambda p: zlib.compress(p, 1), zlib.decompress),
+        "zlib 6": (lambda p: zlib.compress(p, 6), zlib.decompress),
+        "zstd 1": (zstd_c.compress, zstd_d.decompress),  # the store's (codec.py)
+    }
     levels = {}
-    for level in (1, 6):
-        planes = [np.ascontiguousarray(a).view(np.uint8).reshape(-1, 8).T.tobytes() for a in arrays]
-        blobs: list[bytes] = []
-        out = blobs
-        def compress(lv: int = level, ps: list[bytes] = planes, o: list[bytes] = out) -> None:
-            o.extend(zlib.compress(p, lv) for p in ps)
-
-        def decompress(bs: list[bytes] = blobs) -> list[bytes]:
-            return [zlib.decompress(b) for b in bs]
-
-        enc = cpu(compress, 1)
-        dec = cpu(decompress, repeat)
-        levels[level] = {"bytes_per_sample": sum(map(len, blobs)) / n,
-                         "encode_s": enc, "decompress_s": dec}  # fmt: skip
+    for name, (comp, decomp) in trades.items():
+        blobs = [comp(p) for p in planes]
+        enc = cpu(lambda c=comp: [c(p) for p in planes], 1)  # type: ignore[misc]
+        dec = cpu(lambda d=decomp, bs=blobs: [d(b) for b in bs], repeat)  # type: ignore[misc]
+        levels[name] = {"bytes_per_sample": sum(map(len, blobs)) / n,
+                        "encode_s": enc, "decompress_s": dec}  # fmt: skip
     codec = {"encode_s": cpu(lambda: [encode_samples(a) for a in arrays], repeat)}
     blobs2 = [encode_samples(a) for a in arrays]
     codec["decode_s"] = cpu(lambda: [decode_samples(c, b) for c, b in blobs2], repeat)
@@ -138,7 +138,7 @@ def main() -> int:
     c = r["codec"]
     print(f"  encode_samples / decode_samples  {c['encode_s']:7.3f} / {c['decode_s']:.3f} s")
     for level, z in r["zlib_levels"].items():
-        print(f"  zlib level {level}: {z['bytes_per_sample']:.2f} bytes a sample, compress "
+        print(f"  {level}: {z['bytes_per_sample']:.3f} bytes a sample, compress "
               f"{z['encode_s']:.3f} s, decompress {z['decompress_s']:.3f} s")  # fmt: skip
     return 0
 

@@ -19,9 +19,10 @@ from rtbench.store import (
     decode_samples,
     encode_samples,
 )
+from rtbench.store.codec import CHUNK_SAMPLES, ZLIB_ENCODING
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
-TABLES = ("runs", "labels", "cases", "series", "checks", "warnings", "issues", "log")
+TABLES = ("runs", "labels", "cases", "series", "checks", "warnings", "issues", "log", "chunks")
 
 
 def rich_run() -> Run:
@@ -213,19 +214,42 @@ def test_samples_encoding_round_trips_and_compresses() -> None:
         decode_samples(count + 1, blob)
     with pytest.raises(StoreError, match="int64"):
         encode_samples(np.array([1.5]))
+    with pytest.raises(StoreError, match="unknown samples encoding"):
+        decode_samples(count, blob, "i64le-raw")
+
+
+def test_long_series_are_stored_in_chunks_and_load_into_one_array(
+    store: Store, store_at: StoreAt
+) -> None:
+    """A series longer than a chunk is several rows of `chunks`, each at
+    most CHUNK_SAMPLES, and loads back exactly, as one fresh int64 array."""
+    run = simple_run()
+    n = 2 * CHUNK_SAMPLES + 5
+    values = np.arange(n, dtype=np.int64) * 7919 % 100_003 - 50_000
+    values[[0, -1]] = [-(2**63), 2**63 - 1]
+    run.cases[0].series.append(Series("CAL-TIMER", "s", samples=values))
+    run_id = store.save(run)
+    with store_at.raw() as db:
+        sizes = db.execute(
+            "SELECT n FROM chunks WHERE run_id = ? ORDER BY case_pos, series_pos, seq", (run_id,)
+        )
+    assert [r[0] for r in sizes] == [CHUNK_SAMPLES, CHUNK_SAMPLES, 5]
+    got = store.load(run_id).cases[0].series[0].samples
+    assert got is not None and got.dtype == np.int64 and got.flags.owndata
+    assert np.array_equal(got, values)
 
 
 
 def test_samples_blob_of_any_zlib_level_decodes_to_one_fresh_array() -> None:
-    """Runs stored at zlib's default level (before level 1) read back alike;
-    the result is native int64, writable, and owns its memory (no view of
-    the decompressed bytes)."""
+    """Runs stored before zstd (schema < 5: zlib, at its default level or at
+    level 1) read back alike; the result is native int64, writable, and owns
+    its memory (no view of the decompressed bytes)."""
     import zlib
 
     values = np.array([-(2**63), -1, 0, 1, 2**63 - 1, 1000, 1001, -5], dtype=np.int64)
     planes = values.view(np.uint8).reshape(-1, 8).T.tobytes()
     for level in (1, 6, 9):
-        out = decode_samples(values.size, zlib.compress(planes, level))
+        out = decode_samples(values.size, zlib.compress(planes, level), ZLIB_ENCODING)
         assert out.dtype == np.int64 and out.flags.writeable and out.flags.owndata
         assert np.array_equal(out, values)
 
@@ -271,7 +295,7 @@ def test_a_crash_mid_save_leaves_no_half_run(
     def crash(samples: Any) -> Any:
         raise KeyboardInterrupt  # as if the user hit ^C while the run was written
 
-    monkeypatch.setattr("rtbench.store.rows.encode_samples", crash)
+    monkeypatch.setattr("rtbench.store.rows.encode_chunks", crash)
     run = rich_run()
     with pytest.raises(KeyboardInterrupt):
         store.save(run)

@@ -224,3 +224,37 @@ def test_junk_files_are_refused(tmp_path: Path) -> None:
     junk.write_bytes(b"this is not a database at all" * 100)
     with pytest.raises(StoreError, match="not a database"):
         Store(junk)
+
+
+def test_one_blob_series_migrate_to_chunks_with_identical_samples(store_at: StoreAt) -> None:
+    """A store of schema 4 and before kept a series' samples as one zlib blob
+    (written here byte for byte as that rtbench did): version 5 makes it
+    the series' chunk 0, and the run loads the same samples."""
+    import zlib
+
+    import numpy as np
+
+    values = np.array([I64_MIN, -1, 0, 1, I64_MAX, 812, 48213, 812], dtype=np.int64)
+    blob = zlib.compress(values.view(np.uint8).reshape(-1, 8).T.tobytes(), 6)
+    build_version_1(store_at)
+    with store_at.raw() as db:
+        db.execute(
+            "INSERT INTO series VALUES (7, 0, 1, 'A', 'raw', '{}', '', 'ns', 8, 1, 2, '3', 0, 0,"
+            " ?, 'i64le-shuffle-zlib', ?, NULL)",
+            (values.size, blob),
+        )
+    with store_at.open() as s:
+        assert s.schema_version == len(schema.MIGRATIONS)
+        old, raw_series = s.load(7).cases[0].series
+        assert old.samples is None
+        assert raw_series.samples is not None and raw_series.samples.dtype == np.int64
+        assert raw_series.samples.tolist() == values.tolist()
+    with store_at.raw() as db:
+        assert db.execute("SELECT seq, n, enc FROM chunks WHERE run_id = 7") == [
+            (0, 8, "i64le-shuffle-zlib")
+        ]
+        assert bytes(db.one("SELECT data FROM chunks WHERE run_id = 7")) == blob
+    with store_at.open() as s:
+        s.delete(7)
+    with store_at.raw() as db:
+        assert db.one("SELECT count(*) FROM chunks") == 0

@@ -8,9 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
+import numpy as np
+
 from rtbench.model import (
     CaseResult,
     Check,
+    Int64Array,
     Run,
     RunOutcome,
     Series,
@@ -23,8 +26,8 @@ from rtbench.store.codec import (
     SAMPLES_ENCODING,
     StoreError,
     dec,
-    decode_samples,
-    encode_samples,
+    decode_into,
+    encode_chunks,
     from_json,
     hist_from_dict,
     opt_int,
@@ -117,20 +120,41 @@ def insert_run(db: Backend, run: Run) -> int:
     db.run_many("INSERT INTO issues VALUES (?, ?, ?, ?, ?)", issues.rows)
     db.run_many("INSERT INTO cases VALUES (?, ?, ?, ?, ?, ?, ?, ?)", cases.rows)
     db.run_many(
-        "INSERT INTO series VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        series.rows,
+        f"INSERT INTO series ({SERIES_COLUMNS}) VALUES ({_marks(SERIES_COLUMNS)})", series.rows
     )
+    for pos, case in enumerate(run.cases):
+        for i, s in enumerate(case.series):
+            if s.samples is not None:
+                _insert_chunks(db, run_id, pos, i, s)
     db.run_many("INSERT INTO checks VALUES (?, ?, ?, ?, ?, ?, ?)", checks.rows)
     db.run_many("INSERT INTO warnings VALUES (?, ?, ?, ?, ?, ?)", warnings.rows)
     return run_id
 
 
+SERIES_COLUMNS = (
+    "run_id, case_pos, pos, case_id, name, point, point_key, unit, n, min, max, sum, dropped,"
+    " holes, n_samples, samples_enc, hist, kind, attrs"
+)
+
+
+def _marks(columns: str) -> str:
+    return ", ".join("?" * len(columns.split(",")))
+
+
+def _insert_chunks(db: Backend, run_id: int, case_pos: int, pos: int, s: Series) -> None:
+    """The series' samples as chunks, each encoded and handed to the database
+    before the next is made: one chunk's blob in memory at a time."""
+    assert s.samples is not None
+    for seq, (count, blob) in enumerate(encode_chunks(s.samples)):
+        db.run(
+            "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (run_id, case_pos, pos, seq, count, SAMPLES_ENCODING, blob),
+        )
+
+
 def _series_values(run_id: int, case_pos: int, pos: int, s: Series) -> tuple[Any, ...]:
     what = f"series {s.case}/{s.label}"
-    n_samples: int | None = None
-    blob: bytes | None = None
-    if s.samples is not None:
-        n_samples, blob = encode_samples(s.samples)
+    n_samples = None if s.samples is None else int(np.asarray(s.samples).size)
     return (
         run_id,
         case_pos,
@@ -147,8 +171,7 @@ def _series_values(run_id: int, case_pos: int, pos: int, s: Series) -> tuple[Any
         dec(s.dropped, f"{what}: dropped"),
         dec(s.holes, f"{what}: holes"),
         n_samples,
-        None if blob is None else SAMPLES_ENCODING,
-        blob,
+        None if n_samples is None else SAMPLES_ENCODING,
         None if s.hist is None else to_json(s.hist.as_record(), f"{what}: hist"),
         s.kind,
         to_json(s.attrs, f"{what}: attrs"),
@@ -221,11 +244,30 @@ def _attach_children(db: Backend, run: Run) -> None:
         (run.warnings if r["case_pos"] is None else run.cases[r["case_pos"]].warnings).append(w)
 
 
+def _load_samples(db: Backend, r: Row) -> Int64Array:
+    """A series' stored samples in one array, each chunk decoded straight into
+    its place (the only copy)."""
+    total = int(r["n_samples"])
+    out = np.empty(total, dtype=np.int64)
+    at = 0
+    for c in db.rows(
+        "SELECT n, enc, data FROM chunks WHERE run_id = ? AND case_pos = ? AND series_pos = ?"
+        " ORDER BY seq",
+        (r["run_id"], r["case_pos"], r["pos"]),
+    ):
+        n = int(c["n"])
+        if at + n > total:
+            raise StoreError(f"damaged store: series {r['name']} has more than {total} samples")
+        decode_into(out[at : at + n], bytes(c["data"]), c["enc"])
+        at += n
+    if at != total:
+        raise StoreError(f"damaged store: series {r['name']} has {at} of {total} samples")
+    return out
+
+
 def _series(db: Backend, r: Row) -> Series:
     text = db.py_text
-    samples = None
-    if r["samples"] is not None:
-        samples = decode_samples(r["n_samples"], bytes(r["samples"]), r["samples_enc"])
+    samples = None if r["n_samples"] is None else _load_samples(db, r)
     return Series(
         case=text(r["case_id"]),
         name=text(r["name"]),

@@ -249,6 +249,32 @@ V4: tuple[str, ...] = (
 )
 
 
+# Version 5. A series' raw samples are a sequence of chunks (codec.CHUNK_SAMPLES
+# each), written and read one at a time, so that neither a save nor a load
+# holds a long series' blob whole. A series row keeps `n_samples` (how many in
+# all; NULL: none kept) and `samples_enc` (the encoding of the chunks it had
+# when stored: 'i64le-shuffle-zstd' from version 5, the zlib one before). Each
+# one-blob series of older versions becomes its chunk 0, byte for byte (its
+# encoding still reads); the blob column goes.
+V5: tuple[str, ...] = (
+    """CREATE TABLE chunks (
+        run_id      INTEGER NOT NULL,
+        case_pos    INTEGER NOT NULL,
+        series_pos  INTEGER NOT NULL,
+        seq         INTEGER NOT NULL,
+        n           INTEGER NOT NULL,
+        enc         TEXT    NOT NULL,
+        data        BLOB    NOT NULL,
+        PRIMARY KEY (run_id, case_pos, series_pos, seq),
+        FOREIGN KEY (run_id, case_pos, series_pos) REFERENCES series(run_id, case_pos, pos)
+            ON DELETE CASCADE
+    )""",
+    "INSERT INTO chunks SELECT run_id, case_pos, pos, 0, n_samples, samples_enc, samples"
+    " FROM series WHERE samples IS NOT NULL",
+    "ALTER TABLE series DROP COLUMN samples",
+)
+
+
 def sql(*statements: str) -> Migration:
     """A migration that runs `statements` in order, on every backend."""
 
@@ -276,4 +302,5 @@ MIGRATIONS: list[Migration] = [
     per_dialect(sqlite=sql(*V2), postgresql=sql(*V2_POSTGRESQL)),
     sql(*V3),  # 2 -> 3: series kind and attributes (rtbench.kinds)
     sql(*V4),  # 3 -> 4: the run's identity
+    sql(*V5),  # 4 -> 5: raw samples in chunks
 ]
