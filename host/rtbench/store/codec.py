@@ -67,7 +67,7 @@ def encode_chunk(values: Int64Array) -> bytes:
     shuffled = np.empty((8, planes.shape[0]), dtype=np.uint8)
     for k in range(8):
         shuffled[k] = planes[:, k]
-    return zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(shuffled)
+    return zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(shuffled.data)
 
 
 def encode_chunks(samples: Int64Array) -> Iterator[tuple[int, bytes]]:
