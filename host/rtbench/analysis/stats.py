@@ -129,8 +129,10 @@ def sample_moments(values: Int64Array, mean: float | None = None) -> tuple[float
     mu = mean
     ss = 0.0
     for start in range(0, n, _SLICE):
-        d = values[start : start + _SLICE].astype(np.float64) - mu
+        d = values[start : start + _SLICE].astype(np.float64)
+        d -= mu  # in place: one slice of float64 temporaries, not two
         ss += float(np.dot(d, d))
+        del d  # before the next slice's is made, not after
     return mu, math.sqrt(ss / n)
 
 
