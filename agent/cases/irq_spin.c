@@ -32,17 +32,21 @@ struct irq_spin {
 
 size_t irq_spin_enter(irq_spin *sp)
 {
-    return atomic_fetch_add_explicit(&sp->n_begin, 1, memory_order_relaxed);
-}
-
-rtb_time irq_spin_leave(irq_spin *sp, size_t k)
-{
-    /* Disarm from the handler, before its last stamp: with a period shorter
-     * than a handler the target would never run again to do it. */
+    size_t k = atomic_fetch_add_explicit(&sp->n_begin, 1, memory_order_relaxed);
+    /* Disarm from the handler: with a period shorter than a handler the
+     * target would never run again to do it. First, before any stamp: in
+     * the measured window (IRQ-TLT's is from its stamp to the woken
+     * thread) the last event's sample had the disarm in it (FreeRTOS:
+     * 13.00 us against 11.72 us for every other one). */
     if (sp->cfg.source == IRQ_TIMER &&
         (int64_t)k + 1 + rtb_event_overruns(&sp->ev) >= (int64_t)sp->cfg.count &&
         !atomic_exchange(&sp->disarmed, true))
         rtb_event_disarm_isr(&sp->ev);
+    return k;
+}
+
+rtb_time irq_spin_leave(irq_spin *sp, size_t k)
+{
     rtb_time t = rtb_ts_now();
     if (k < sp->cap)
         sp->h_end[k] = t;
@@ -181,11 +185,22 @@ static void raiser_main(void *arg)
     if (rtb_sem_take(&sp->ready, sp->ctx->deadline) != RTB_OK || !atomic_load(&sp->ev_ok))
         goto out;
     rtb_time next = sp->t0;
-    for (size_t i = 0; i < sp->cfg.count; i++) {
+    /* On one CPU the raiser is above the target, so every handler returns
+     * into it and the target resumes once it blocks again (its sleep). So
+     * after the last one too: it sleeps on the grid until the target is
+     * done, by the same path, instead of ending there, or the last sample
+     * is the raiser's exit, not a dispatch (FreeRTOS: 255 us against
+     * 13.6 us for every other sample). */
+    for (size_t i = 0;; i++) {
         rtb_sleep_until(next);
         next += sp->cfg.period;
         if (atomic_load(&sp->finished))
             break;
+        if (i >= sp->cfg.count) {
+            if (next > sp->ctx->deadline)
+                break;
+            continue;
+        }
         int rc = rtb_event_raise(&sp->ev);
         if (rc != RTB_OK) {
             sp->raise_rc = rc;
