@@ -219,10 +219,12 @@ def test_samples_encoding_round_trips_and_compresses() -> None:
 
 
 def test_long_series_are_stored_in_chunks_and_load_into_one_array(
-    store: Store, store_at: StoreAt
+    store: Store, store_at: StoreAt, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A series longer than a chunk is several rows of `chunks`, each at
-    most CHUNK_SAMPLES, and loads back exactly, as one fresh int64 array."""
+    most CHUNK_SAMPLES, and loads back exactly, as one fresh int64 array
+    (each chunk sent in a batch of its own here: the batches' seams)."""
+    monkeypatch.setattr("rtbench.store.rows._BATCH_BYTES", 1)
     run = simple_run()
     n = 2 * CHUNK_SAMPLES + 5
     values = np.arange(n, dtype=np.int64) * 7919 % 100_003 - 50_000

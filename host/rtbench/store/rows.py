@@ -122,10 +122,7 @@ def insert_run(db: Backend, run: Run) -> int:
     db.run_many(
         f"INSERT INTO series ({SERIES_COLUMNS}) VALUES ({_marks(SERIES_COLUMNS)})", series.rows
     )
-    for pos, case in enumerate(run.cases):
-        for i, s in enumerate(case.series):
-            if s.samples is not None:
-                _insert_chunks(db, run_id, pos, i, s)
+    _insert_chunks(db, run_id, run)
     db.run_many("INSERT INTO checks VALUES (?, ?, ?, ?, ?, ?, ?)", checks.rows)
     db.run_many("INSERT INTO warnings VALUES (?, ?, ?, ?, ?, ?)", warnings.rows)
     return run_id
@@ -141,15 +138,30 @@ def _marks(columns: str) -> str:
     return ", ".join("?" * len(columns.split(",")))
 
 
-def _insert_chunks(db: Backend, run_id: int, case_pos: int, pos: int, s: Series) -> None:
-    """The series' samples as chunks, each encoded and handed to the database
-    before the next is made: one chunk's blob in memory at a time."""
-    assert s.samples is not None
-    for seq, (count, blob) in enumerate(encode_chunks(s.samples)):
-        db.run(
-            "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (run_id, case_pos, pos, seq, count, SAMPLES_ENCODING, blob),
-        )
+# Chunks go to the database in batches of about this many compressed bytes:
+# a few round trips to a server for a quick run's hundred short series, and
+# a bounded batch whatever a series' length.
+_BATCH_BYTES = 4 << 20
+
+
+def _insert_chunks(db: Backend, run_id: int, run: Run) -> None:
+    """Every series' samples as chunks, each encoded only when the batch
+    before it has gone to the database."""
+    sql = "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)"
+    batch: list[tuple[Any, ...]] = []
+    size = 0
+    for case_pos, case in enumerate(run.cases):
+        for pos, s in enumerate(case.series):
+            if s.samples is None:
+                continue
+            for seq, (count, blob) in enumerate(encode_chunks(s.samples)):
+                batch.append((run_id, case_pos, pos, seq, count, SAMPLES_ENCODING, blob))
+                size += len(blob)
+                if size >= _BATCH_BYTES:
+                    db.run_many(sql, batch)
+                    batch, size = [], 0
+    if batch:
+        db.run_many(sql, batch)
 
 
 def _series_values(run_id: int, case_pos: int, pos: int, s: Series) -> tuple[Any, ...]:
