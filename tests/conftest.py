@@ -13,6 +13,7 @@ import functools
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,3 +186,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         skip = pytest.mark.skip(reason=f"needs real-time priority: {refused}")
         for item in wanted:
             item.add_marker(skip)
+
+
+# CPU seconds per test (this process and the children it reaped: agents,
+# compilers, QEMU), beside --durations' wall seconds: on a shared machine the
+# wall time is mostly the others' load, the CPU time is the test's own.
+# A module's fixtures count in the test whose teardown ends them.
+_cpu_by_test: list[tuple[float, float, str]] = []
+
+
+def _cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    cpu, wall = _cpu_s(), time.monotonic()
+    yield
+    _cpu_by_test.append((_cpu_s() - cpu, time.monotonic() - wall, item.nodeid))
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    count = config.getoption("durations", None)
+    if not count or not _cpu_by_test:
+        return
+    top = sorted(_cpu_by_test, reverse=True)[:count]
+    total = sum(c for c, _, _ in _cpu_by_test)
+    terminalreporter.write_sep("=", f"most CPU: {len(top)} tests ({total:.0f} CPU s in all)")
+    for cpu, wall, nodeid in top:
+        terminalreporter.write_line(f"{cpu:8.2f} CPU s {wall:8.2f} s wall  {nodeid}")
