@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from rtbench.stream import assemble, parse_lines
+
 LINE = re.compile(rb"^@rtb (1) (\d+) ([a-z_]+) (\{.*\}) ([0-9a-f]{8})$")
 SHORT = [
     "CAL-TIMER:reads=2000:rounds=200",
@@ -88,6 +90,30 @@ def test_series_are_complete_and_consistent(short_run: Any) -> None:
     sweep = [s.point for s in run.case("THR-SW").series]
     assert sweep == [{"n": 2}, {"n": 5}]
     assert run.case("CAL-REF").find("t_std").n == 20
+
+
+def test_both_parser_paths_read_it_alike(short_run: Any) -> None:
+    """The parser's samples fast path and its plain path (json and the
+    schema check of every record, issue 22) give the same records, bodies
+    (key order too) and figures for a real agent's stream."""
+    plain = parse_lines(short_run.stdout.splitlines(), fast=False)
+    fast = short_run.parsed
+    assert sum(r.kind == "samples" and r.checked for r in fast.records) >= 4
+    assert [(r.seq, r.kind, json.dumps(r.body), r.line) for r in fast.records] == [
+        (r.seq, r.kind, json.dumps(r.body), r.line) for r in plain.records
+    ]
+    assert fast.issues == plain.issues == []
+    run = assemble(plain.records, plain.issues, plain.log)
+
+    def shown(r: Any) -> list[Any]:
+        return [
+            (s.label, s.unit, s.kind, s.n, s.min, s.max, s.sum, s.holes, s.samples.tolist())
+            for c in r.cases
+            for s in c.series
+            if s.samples is not None
+        ]
+
+    assert shown(short_run.run) == shown(run) != []
 
 
 def test_no_samples_keeps_histograms(agent: Path, run_agent: Callable[..., Any]) -> None:

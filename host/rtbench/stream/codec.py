@@ -57,7 +57,7 @@ class _Overlong(Exception):
         self.byte = byte
 
 
-def crc32(data: bytes) -> int:
+def crc32(data: bytes | memoryview) -> int:
     """CRC-32 (IEEE 802.3) as the record lines carry it."""
     return zlib.crc32(data) & 0xFFFFFFFF
 

@@ -40,11 +40,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 from rtbench import STREAM_FORMAT
 from rtbench.model import StreamIssue
 from rtbench.stream.codec import crc32
 from rtbench.stream.limits import LOG_KEPT, LOG_LINE
-from rtbench.stream.schema import check_record
+from rtbench.stream.schema import RECORDS, U64_MAX, check_record
 
 IssueKind = Literal["damaged", "gap", "duplicate", "truncated", "order", "version"]
 
@@ -52,6 +54,7 @@ PREFIX = b"@rtb "
 _CRC_HEX = re.compile(rb"[0-9a-f]{8}")
 _KIND = re.compile(rb"[a-z_]+\Z")
 _MAX_DIGITS = 20  # 2**64 has 20 digits
+_READ_BUFFER = 1 << 20
 
 
 class StreamError(Exception):
@@ -121,6 +124,34 @@ def _split_record(rest: bytes) -> tuple[int, int, str, bytes]:
     return _decimal(ver_f, "version"), _decimal(seq_f, "seq"), kind_f.decode("ascii"), body
 
 
+_KINDS = {k.encode(): k for k in RECORDS}
+
+
+def _split_fast(raw: bytes, start: int, end: int) -> tuple[int, int, str, int] | None:
+    """`_split_record` of raw[start:end] without a copy: (version, seq,
+    kind, where the body starts), or None for anything irregular (a known
+    kind only), which `_split_record` then reads and names."""
+    crc_at = end - 8
+    if crc_at - 1 <= start or raw[crc_at - 1] != 0x20:
+        return None
+    if _CRC_HEX.fullmatch(raw, crc_at, end) is None:
+        return None
+    if int(raw[crc_at:end], 16) != crc32(memoryview(raw)[start : crc_at - 1]):
+        return None
+    s1 = raw.find(b" ", start, crc_at - 1)
+    s2 = raw.find(b" ", s1 + 1, crc_at - 1) if s1 >= 0 else -1
+    s3 = raw.find(b" ", s2 + 1, crc_at - 1) if s2 >= 0 else -1
+    if s3 < 0:
+        return None
+    kind = _KINDS.get(raw[s2 + 1 : s3])
+    ver_f, seq_f = raw[start:s1], raw[s1 + 1 : s2]
+    if kind is None or not (ver_f.isdigit() and seq_f.isdigit()):
+        return None
+    if len(ver_f) > _MAX_DIGITS or len(seq_f) > _MAX_DIGITS:
+        return None
+    return int(ver_f), int(seq_f), kind, s3 + 1
+
+
 def _json_object(body: bytes) -> dict[str, Any]:
     try:
         text = body.decode("utf-8")
@@ -160,6 +191,110 @@ def _finite(literal: str) -> float:
 # One decoder: json.loads with hooks would build a new one for every record.
 _DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
 
+# --- the samples fast path
+#
+# A samples record is nearly all base64 text, and json spends most of its
+# time copying that text into a string character by character. The agent
+# writes the same layout every time:
+#
+#     {"case":...,"enc":"zzd-varint-b64","offset":N,"count":M,"data":"B64"}
+#
+# so the part before "offset" (the series' identity) is decoded and checked
+# once per series and kept as a template; each record then costs a match of
+# its tail and a few scans of its data at C speed. Anything else (another
+# layout, escapes, damage) takes the full path, which says what is wrong:
+# the fast path only ever accepts, and only what the full path accepts with
+# the same body (tests/host/test_parser_paths.py compares the two).
+
+_SAMPLES_TAIL = re.compile(
+    rb'"offset":(0|[1-9][0-9]{0,19}),"count":(0|[1-9][0-9]{0,19}),"data":"'
+)
+_TEMPLATES = 1024  # series kept at once; a stream of garbage names cannot grow it
+_CONTROL = 0x20  # JSON strings hold no raw byte below this
+_min_byte = np.minimum.reduce
+
+
+@dataclass(frozen=True, slots=True)
+class _Template:
+    body: dict[str, Any]  # the fields before "offset", decoded and checked
+    nested: tuple[str, ...]  # its keys holding objects (point, attrs): copied per record
+
+
+def _template(prefix: bytes) -> _Template | None:
+    """The fields before `"offset":` as a checked template, or None.
+
+    `prefix[:-1] + "}"` decoding to a non-empty object proves the prefix is
+    the opening of the top-level object with whole members and a comma
+    after the last (a prefix ending inside a string or a nested value would
+    not close with one brace), so any `"offset":N,"count":M,"data":"B64"}`
+    after it is the same object with three more members."""
+    if not prefix.endswith(b","):
+        return None
+    try:
+        head = _json_object(prefix[:-1] + b"}")
+    except _Damaged:
+        return None
+    if not head:
+        return None
+    nested = []
+    for key, value in head.items():
+        if type(value) is dict:
+            if any(type(v) in (dict, list) for v in value.values()):
+                return None  # not worth a deep copy per record: the full path
+            nested.append(key)
+        elif type(value) is list:
+            return None
+    # The schema checks offset and count for a range and data for a type
+    # only (schema.RECORDS["samples"], _samples_rules): a template that
+    # passes with these passes with every value the tail pattern allows.
+    if check_record("samples", head | {"offset": 0, "count": 0, "data": ""}) is not None:
+        return None
+    return _Template(head, tuple(nested))
+
+
+def _samples_body(
+    raw: bytes, start: int, end: int, templates: dict[bytes, _Template]
+) -> dict[str, Any] | None:
+    """The body raw[start:end] of a samples record in the agent's layout,
+    checked against the schema; None for anything else (the full path then
+    reads it)."""
+    if not raw.endswith(b'"}', start, end):
+        return None
+    at = raw.find(b'"offset":', start, end)
+    match = _SAMPLES_TAIL.match(raw, at, end) if at > start else None
+    if match is None or match.end() > end - 2:
+        return None
+    view = memoryview(raw)[match.end() : end - 2]
+    # The data is a plain JSON string exactly when it holds no quote, no
+    # escape and no control byte; non-ASCII goes the full way (UTF-8 check).
+    try:
+        data = str(view, "ascii")
+    except UnicodeDecodeError:
+        return None
+    if '"' in data or "\\" in data:
+        return None
+    if data and _min_byte(np.frombuffer(view, dtype=np.uint8)) < _CONTROL:
+        return None
+    offset, count = int(match[1]), int(match[2])
+    if offset > U64_MAX or count > U64_MAX:
+        return None
+    prefix = raw[start:at]
+    template = templates.get(prefix)
+    if template is None:
+        template = _template(prefix)
+        if template is None:
+            return None
+        if len(templates) >= _TEMPLATES:
+            templates.clear()
+        templates[prefix] = template
+    out = template.body.copy()
+    for key in template.nested:
+        out[key] = out[key].copy()
+    # Set after the copy: a key repeated in the prefix keeps its first
+    # place and takes the last value, as json's own objects do.
+    out["offset"], out["count"], out["data"] = offset, count, data
+    return out
+
 
 class StreamParser:
     """Feed lines one at a time; `finish()` when the stream ends.
@@ -167,9 +302,12 @@ class StreamParser:
     `feed` returns the record a line carried when it is accepted, else None
     (noise, damage, or a duplicate). Issues and noise accumulate in `issues`
     and `log`; `records` keeps every accepted record in arrival order.
+
+    `fast=False` reads every record the plain way (json and the schema
+    check), the reference the samples fast path is tested against.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, fast: bool = True) -> None:
         self.records: list[Record] = []
         self.issues: list[StreamIssue] = []
         self.log: list[str] = []
@@ -183,25 +321,44 @@ class StreamParser:
         self._version: int | None = None
         self._bye: Record | None = None
         self._finished = False
+        self._fast = fast
+        self._templates: dict[bytes, _Template] = {}
 
     def feed(self, line: str | bytes) -> Record | None:
         self.line += 1
         raw = line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
+        # Indices, not slices: a samples line is kilobytes, each slice a copy.
+        end = len(raw)
         if raw.endswith(b"\n"):
-            raw = raw[:-1]
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        at = raw.find(PREFIX)
+            end -= 1
+        if raw.endswith(b"\r", 0, end):
+            end -= 1
+        at = raw.find(PREFIX, 0, end)
         if at < 0:
             # Counted; a bounded sample kept (rtbench.stream.limits).
             self.noise += 1
             if len(self.log) < LOG_KEPT:
-                self.log.append(raw[:LOG_LINE].decode("utf-8", "replace"))
+                self.log.append(raw[: min(end, LOG_LINE)].decode("utf-8", "replace"))
             return None
+        start = at + len(PREFIX)
+        split = _split_fast(raw, start, end) if self._fast else None
         try:
-            version, seq, kind, body = _split_record(raw[at + len(PREFIX) :])
-            self._check_version(version)
-            record = Record(seq, kind, _json_object(body), self.line, version)
+            if split is None:
+                # The plain way, which also says what is wrong with the line.
+                version, seq, kind, body = _split_record(raw[start:end])
+                self._check_version(version)
+                record = Record(seq, kind, _json_object(body), self.line, version)
+            else:
+                version, seq, kind, body_at = split
+                self._check_version(version)
+                fast = None
+                if kind == "samples":
+                    fast = _samples_body(raw, body_at, end - 9, self._templates)
+                if fast is None:
+                    body = raw[body_at : end - 9]
+                    record = Record(seq, kind, _json_object(body), self.line, version)
+                else:  # already checked against the schema
+                    record = Record(seq, kind, fast, self.line, version, checked=True)
         except _Damaged as e:
             self.damaged += 1
             if self.damaged <= LOG_KEPT:
@@ -236,11 +393,12 @@ class StreamParser:
             self._issue("order", f"seq {seq} arrives after seq {self._next_seq - 1}; put back")
         self._next_seq = max(self._next_seq, seq + 1)
         self._first_line[seq] = record.line
-        problem = check_record(record.kind, record.body)
-        if problem is not None:
-            self._issue(problem[0], f"{record.kind} record: {problem[1]}")
-            return None
-        record.checked = True
+        if not record.checked:
+            problem = check_record(record.kind, record.body)
+            if problem is not None:
+                self._issue(problem[0], f"{record.kind} record: {problem[1]}")
+                return None
+            record.checked = True
         self.records.append(record)
         if record.kind == "bye" and self._bye is None:
             self._bye = record
@@ -293,15 +451,17 @@ class StreamParser:
             self._issue("truncated", detail, self._bye.line)
 
 
-def parse_lines(lines: Iterable[str | bytes]) -> ParseResult:
+def parse_lines(lines: Iterable[str | bytes], fast: bool = True) -> ParseResult:
     """Parse a whole stream (split on `\\n` only; bytes preferred)."""
-    parser = StreamParser()
+    parser = StreamParser(fast)
     for line in lines:
         parser.feed(line)
     return parser.finish()
 
 
-def parse_file(path: str | os.PathLike[str]) -> ParseResult:
+def parse_file(path: str | os.PathLike[str], fast: bool = True) -> ParseResult:
     """Parse a stream saved to a file, read as bytes."""
-    with open(path, "rb") as f:
-        return parse_lines(f)
+    # A large buffer: the default 8 KiB splits a samples line (kilobytes)
+    # over several reads.
+    with open(path, "rb", buffering=_READ_BUFFER) as f:
+        return parse_lines(f, fast)
