@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
+import pybase64
 
 from rtbench.model import Int64Array
 
@@ -103,6 +104,14 @@ def encode_zzd(values: Iterable[int]) -> str:
 
 
 def _b64(data: str | bytes, chunk: int) -> bytes:
+    # pybase64 (SIMD) is several times binascii's speed. What it accepts,
+    # binascii's strict mode accepts with the same bytes; it refuses a few
+    # things binascii takes (padding after a whole group), so a refusal is
+    # judged, and worded, by binascii (tests/host/test_codec.py).
+    try:
+        return pybase64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        pass
     try:
         return binascii.a2b_base64(data, strict_mode=True)
     except (binascii.Error, ValueError) as e:
@@ -184,7 +193,8 @@ def _decode_block(chunks: Sequence[tuple[str | bytes, int]], first: int, out: UI
     Almost every delta between successive samples fits one varint byte, so
     the bytes are decoded as one-byte varints in 8-bit arithmetic (a pass
     over the bytes, no 8-byte temporary per byte) and the few longer
-    varints apart, then put in their places."""
+    varints apart, then put in their places. The deltas are widened
+    straight into `out` and summed there: no temporary of 8 bytes a sample."""
     raws = [_b64(data, first + i) for i, (data, _) in enumerate(chunks)]
     counts = np.fromiter((count for _, count in chunks), dtype=np.int64, count=len(chunks))
     buf = np.frombuffer(b"".join(raws), dtype=np.uint8)
@@ -194,28 +204,31 @@ def _decode_block(chunks: Sequence[tuple[str | bytes, int]], first: int, out: UI
     _check_chunks(buf, cont, bounds, counts, first)
     if len(cont) == len(buf):
         return
-    last = buf
+    # The zig-zag of a one-byte varint in 8 bits: (b >> 1) ^ -(b & 1) is in
+    # -64..63; a continuation byte gives garbage here, dropped below.
+    small = buf >> _U8_1
+    sign = buf & _U8_1
+    np.negative(sign, out=sign)
+    np.bitwise_xor(small, sign, out=small)
+    deltas = out.view(np.int64)
     if len(cont):
         try:
             long_ends, long_values = _long_varints(buf, cont)
         except _Overlong as e:
             chunk = first + int(np.searchsorted(bounds, e.byte, side="right"))
             raise CodecError("a varint is longer than 64 bits", chunk) from None
-        last = buf[~is_cont]
-    # The zig-zag of a one-byte varint in 8 bits: (b >> 1) ^ -(b & 1) is in
-    # -64..63, widened to int64 with its sign (the bits of the uint64 form).
-    small = (last >> _U8_1) ^ np.negative(last & _U8_1)
-    deltas = small.view(np.int8).astype(np.int64).view(np.uint64)
-    if len(cont):
+        deltas[...] = small[~is_cont].view(np.int8)  # widened with its sign
         # A varint's index among the values: its last byte's index less the
         # continuation bytes before it.
-        deltas[long_ends - np.searchsorted(cont, long_ends)] = _unzigzag(long_values)
+        out[long_ends - np.searchsorted(cont, long_ends)] = _unzigzag(long_values)
+    else:
+        deltas[...] = small.view(np.int8)
     # Restart the running sum at every chunk: subtract the previous chunk's
     # total from its first delta, so one cumsum decodes all chunks.
     firsts = (np.cumsum(counts) - counts)[counts > 0]
-    totals = np.add.reduceat(deltas, firsts)
-    deltas[firsts[1:]] -= totals[:-1]
-    np.cumsum(deltas, out=out)
+    totals = np.add.reduceat(out, firsts)
+    out[firsts[1:]] -= totals[:-1]
+    np.cumsum(out, out=out)  # in place: each sum needs only the one before
 
 
 def decode_chunks(chunks: Sequence[tuple[str | bytes, int]]) -> Int64Array:
