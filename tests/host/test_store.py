@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -241,7 +242,6 @@ def test_long_series_are_stored_in_chunks_and_load_into_one_array(
     assert np.array_equal(got, values)
 
 
-
 def test_samples_blob_of_any_zlib_level_decodes_to_one_fresh_array() -> None:
     """Runs stored before zstd (schema < 5: zlib, at its default level or at
     level 1) read back alike; the result is native int64, writable, and owns
@@ -405,3 +405,65 @@ def test_ids_are_not_reused_after_delete(store: Store) -> None:
     ids = [store.save(simple_run()) for _ in range(3)]
     store.delete(ids[-1])
     assert store.save(simple_run()) == ids[-1] + 1
+
+
+# --- stored figures are the figures ----------------------------------------
+
+
+def _stored_streams() -> list[Path]:
+    corpus = Path(__file__).resolve().parents[1] / "corpus"
+    return sorted(p for p in corpus.glob("*.rtb") if p.name != "damaged_newer_version.rtb")
+
+
+def _long_stream(path: Path) -> Path:
+    """A quick-suite-like case with a series spanning several store chunks
+    (and its log2 histogram, so that the percentiles take the guided path)."""
+    from rtbench.stream.writer import StreamWriter, default_hello
+
+    rng = np.random.default_rng(22)
+    values = (900 + rng.gamma(2.0, 60.0, 2 * CHUNK_SAMPLES + 777)).astype(np.int64).tolist()
+    counts: dict[int, int] = {}
+    for v in values:  # log2 buckets with 3 sub-bits, as the agent counts them
+        shift = max(0, v.bit_length() - 4)
+        index = (shift << 3) + (v >> shift)
+        counts[index] = counts.get(index, 0) + 1
+    stats = {"n": len(values), "min": min(values), "max": max(values), "sum": sum(values)}
+    with path.open("w") as f:
+        w = StreamWriter(f)
+        w.hello(default_hello(["CAL-TIMER"]))
+        w.begin("CAL-TIMER", "Timer calibration", {"cpu": 0})
+        w.samples("CAL-TIMER", "clock_read", values, chunk=4096)
+        layout = {"kind": "log2", "sub_bits": 3}
+        w.hist("CAL-TIMER", "clock_read", layout=layout, counts=sorted(counts.items()), **stats)
+        w.summary("CAL-TIMER", "clock_read", **stats)
+        w.end("CAL-TIMER", "passed", duration_ns=1)
+        w.bye("passed")
+    return path
+
+
+def test_stored_figures_are_the_streams_figures(store: Store, tmp_path: Path) -> None:
+    """Every corpus stream and a long one: what a stored run loads back (raw
+    samples, dtype, and every statistic show/analyze/report print) is what
+    the stream gave before it was stored."""
+    from rtbench.analysis.stats import case_stats, guided_percentiles
+    from rtbench.run.measure import read_stream
+
+    for path in [*_stored_streams(), _long_stream(tmp_path / "long.rtb")]:
+        run = read_stream(path)
+        loaded = store.load(store.save(run, copy=True))
+        before = [s for c in run.cases for s in c.series]
+        after = [s for c in loaded.cases for s in c.series]
+        assert [s.key for s in after] == [s.key for s in before], path.name
+        for b, a in zip(before, after, strict=True):
+            if b.samples is None:
+                assert a.samples is None, (path.name, b.label)
+            else:
+                assert a.samples is not None and a.samples.dtype == np.int64
+                assert np.array_equal(a.samples, b.samples), (path.name, b.label)
+            assert (a.n, a.min, a.max, a.sum, a.holes, a.hist) == (
+                b.n, b.min, b.max, b.sum, b.holes, b.hist,
+            )  # fmt: skip
+            assert repr(case_stats(a)) == repr(case_stats(b)), (path.name, b.label)
+    hist, samples = a.hist, a.samples  # the long series: its histogram guides
+    assert hist is not None and samples is not None and len(samples) > 2 * CHUNK_SAMPLES
+    assert guided_percentiles(samples, hist) is not None
