@@ -61,3 +61,19 @@ def test_line_by_line_as_a_guest_sends_it() -> None:
     for key in ("kernel_release", "cpus_online", "kernel_config", "cpuidle", "cpufreq", "dmi"):
         assert guest[key] == local[key], key
     assert guest["irq_affinity"]["default_mask"] == local["irq_affinity"]["default_mask"]
+
+
+def test_a_guest_without_a_config_borrows_its_kernels(tmp_path: Path) -> None:
+    """The host's copy of the booted kernel's config stands in for the one
+    the guest lacks, named as such; never for another release, nor over the
+    guest's own."""
+    config = tmp_path / "config"
+    config.write_text("CONFIG_PREEMPT_RT=y\nCONFIG_HZ=250\n")
+    text = "\n@@rtbench-file /proc/sys/kernel/osrelease\n6.12.9-rt-amd64\n"
+    got = probe_text(text, "guest", config, "6.12.9-rt-amd64")["kernel_config"]
+    assert got["preempt"] == "PREEMPT_RT" and got["hz"] == 250
+    assert got["source"].startswith(f"{config} on the host")
+    assert probe_text(text, "guest", config, "6.12.9-amd64")["kernel_config"] is None
+    own = text + "\n@@rtbench-file /boot/config-6.12.9-rt-amd64\nCONFIG_HZ=1000\n"
+    got = probe_text(own, "guest", config, "6.12.9-rt-amd64")["kernel_config"]
+    assert got["source"] == "/boot/config-6.12.9-rt-amd64" and got["hz"] == 1000

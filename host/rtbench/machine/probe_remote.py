@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import re
 import shlex
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -90,12 +91,40 @@ def unpack(text: str, root: Path) -> int:
     return n
 
 
-def probe_text(text: str, where: str) -> dict[str, Any]:
+def probe_text(
+    text: str, where: str, config: Path | None = None, release: str = ""
+) -> dict[str, Any]:
     """`probe_machine` over the script's output `text` (a QEMU guest's
-    /init sends it on the stream port); `where` goes in `probed_on`."""
+    /init sends it on the stream port); `where` goes in `probed_on`.
+    `config`: this host's copy of the config of the kernel `release` the
+    guest booted (the kernel cache keeps the package's /boot/config-*),
+    used when the guest runs that release and has no config of its own
+    (Debian's kernels have no /proc/config.gz, an initramfs no /boot);
+    `kernel_config.source` then names it."""
     with tempfile.TemporaryDirectory(prefix="rtbench-probe-") as d:
-        unpack(text, Path(d))
-        machine = probe.probe_machine(Path(d))
+        root = Path(d)
+        unpack(text, root)
+        osrelease = root / "proc/sys/kernel/osrelease"
+        booted = osrelease.read_text(errors="replace").strip() if osrelease.is_file() else ""
+        borrowed = (
+            config
+            if config is not None
+            and config.is_file()
+            and release
+            and booted == release
+            and not (root / "proc/config.gz").exists()
+            and not (root / f"boot/config-{release}").exists()
+            else None
+        )
+        if borrowed is not None:
+            (root / "boot").mkdir(exist_ok=True)
+            shutil.copyfile(borrowed, root / f"boot/config-{release}")
+        machine = probe.probe_machine(root)
+    if borrowed is not None and machine.get("kernel_config"):
+        machine["kernel_config"]["source"] = (
+            f"{borrowed} on the host: the kernel package's /boot/config-{release} "
+            "(the guest has no /proc/config.gz)"
+        )
     machine["probed_on"] = where
     return machine
 

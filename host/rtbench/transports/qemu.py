@@ -277,7 +277,10 @@ class QemuTransport(ChildTransport):
         timerlat.attach(run, self.tracer, emulated=True)
         guest_trace.attach(run, self.traced)
         if self.probe_lines:  # the guest's system report, not this host's
-            run.machine = probe_remote.probe_text("\n".join(self.probe_lines), "guest")
+            kernel = self.launch.kernel
+            run.machine = probe_remote.probe_text(
+                "\n".join(self.probe_lines), "guest", kernel.config, kernel.release
+            )
 
     def diagnostics(self) -> str:
         """QEMU's own errors, then what the agent wrote to the console
