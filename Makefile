@@ -15,6 +15,7 @@ PIP := $(BIN)/pip --quiet --disable-pip-version-check
 # One line per step; tools speak only when something is wrong.
 $(STAMP): pyproject.toml setup.py
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "rtbench needs Python 3.11 or newer")'
+	@$(PYTHON) -c 'import ensurepip' 2>/dev/null || scripts/system-packages --need python3-venv
 	@echo "setup: Python environment in $(VENV)/"
 	@$(PYTHON) -m venv $(VENV)
 	@$(PIP) install --upgrade pip

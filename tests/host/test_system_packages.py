@@ -124,3 +124,22 @@ def test_a_guest_kernel_that_cannot_be_fetched_skips_or_fails_in_ci(
     monkeypatch.setenv(tools.REQUIRE_ENV, "1")
     with pytest.raises(pytest.fail.Exception, match="required here"):
         tools.guest_kernel("debian-rt")
+
+
+def test_a_package_needed_to_go_on_fails_whoever_runs_it(tmp_path: Path) -> None:
+    # `make setup` calls `--need python3-venv` when Python has no ensurepip
+    # (Debian's python3 without python3-venv): it cannot go on without it,
+    # so a missing one fails outside CI too, naming the command; the other
+    # missing packages are not its business.
+    r = subprocess.run(
+        ["/bin/bash", str(SCRIPT), "--need", "cmake"], capture_output=True, text=True,
+        env=env(PATH=bare_path(tmp_path)), timeout=60, check=False,
+    )  # fmt: skip
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "FAILED: needed to go on" in r.stderr and "cmake (no cmake)" in r.stderr
+    assert "qemu" not in r.stdout + r.stderr
+    r = subprocess.run(
+        ["/bin/bash", str(SCRIPT), "--need", "no-such-package"], capture_output=True,
+        text=True, env=env(PATH=bare_path(tmp_path)), timeout=60, check=False,
+    )  # fmt: skip
+    assert r.returncode == 2 and "no-such-package" in r.stderr, r.stdout + r.stderr
