@@ -118,6 +118,26 @@ def test_one_byte_and_long_varints_mixed() -> None:
         assert decode_zzd(encode_zzd(values), len(values)).tolist() == values
 
 
+@pytest.mark.parametrize("span_bytes", [0, 10**9])
+def test_both_ways_to_drop_continuation_bytes(
+    monkeypatch: pytest.MonkeyPatch, span_bytes: int
+) -> None:
+    """Slice copies between the long varints (few of them) or one mask pass
+    (many): forced each way, over chunks that start and end with long
+    varints, hold runs of them, or none."""
+    monkeypatch.setattr(codec, "_SPAN_BYTES", span_bytes)
+    rng = np.random.default_rng(11)
+    parts = []
+    for _ in range(60):
+        deltas = rng.integers(-64, 64, int(rng.integers(0, 300)))
+        longs = rng.random(len(deltas)) < rng.choice([0.0, 0.01, 0.3, 1.0])
+        deltas[longs] = rng.integers(-(1 << 50), 1 << 50, int(longs.sum()))
+        parts.append(np.cumsum(deltas).tolist())
+    parts += [[INT64_MIN, 0, INT64_MAX], [5 << 40], []]
+    chunks = [(encode_zzd(p), len(p)) for p in parts]
+    assert decode_chunks(chunks).tolist() == [v for p in parts for v in p]
+
+
 def test_bytes_and_str_data_alike() -> None:
     data = encode_zzd(EXTREMES)
     assert decode_zzd(data.encode(), len(EXTREMES)).tolist() == EXTREMES

@@ -33,6 +33,7 @@ _MASK64 = (1 << 64) - 1
 _MAX_VARINT_BYTES = 10  # ceil(64 / 7)
 _BLOCK_CHARS = 1 << 20  # base64 characters decoded per numpy pass
 _SMALL_CHARS = 512  # up to this much text, Python beats numpy's per-call cost
+_SPAN_BYTES = 1000  # bytes a slice copy must carry to beat a mask pass over them
 _U1 = np.uint64(1)
 _LOW7 = np.uint8(0x7F)
 _HIGH = np.uint8(0x80)
@@ -152,9 +153,9 @@ def _check_chunks(
         raise CodecError(f"holds {per_chunk[i]} values, the record says {counts[i]}", first + i)
 
 
-def _long_varints(buf: UInt8Array, cont: IntArray) -> tuple[IntArray, UInt64Array]:
-    """The varints of two bytes or more: the index of their last byte and
-    their values. They are few (a delta of 64 ns or more), so this works on
+def _long_varints(buf: UInt8Array, cont: IntArray) -> tuple[IntArray, IntArray, UInt64Array]:
+    """The varints of two bytes or more: the index of their first and of
+    their last byte, and their values. They are few (a delta of 64 ns or more), so this works on
     the runs of continuation bytes, never on the whole buffer. Every run
     ends inside `buf` (`_check_chunks` refused a dangling one).
 
@@ -174,7 +175,27 @@ def _long_varints(buf: UInt8Array, cont: IntArray) -> tuple[IntArray, UInt64Arra
         has = lengths > k
         part = (buf[starts[has] + k] & _LOW7).astype(np.uint64)
         values[has] |= part << np.uint64(7 * k)
-    return ends, values
+    return starts, ends, values
+
+
+def _drop_continuations(
+    small: UInt8Array, is_cont: npt.NDArray[np.bool_], starts: IntArray, ends: IntArray,
+    deltas: Int64Array,
+) -> None:
+    """deltas[...] = the bytes of `small` that end a varint, widened with
+    their sign. The varints of two bytes or more (`starts`..`ends`) are
+    usually few: then the spans between them are copied straight into
+    `deltas`, a slice each, which beats a mask pass over every byte."""
+    signed = small.view(np.int8)
+    if len(starts) * _SPAN_BYTES > len(small):
+        deltas[...] = signed[~is_cont]
+        return
+    at = prev = 0
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        n = start - prev
+        deltas[at : at + n] = signed[prev:start]
+        at, prev = at + n, end
+    deltas[at:] = signed[prev:]
 
 
 def _unzigzag(z: UInt64Array) -> UInt64Array:
@@ -213,11 +234,11 @@ def _decode_block(chunks: Sequence[tuple[str | bytes, int]], first: int, out: UI
     deltas = out.view(np.int64)
     if len(cont):
         try:
-            long_ends, long_values = _long_varints(buf, cont)
+            long_starts, long_ends, long_values = _long_varints(buf, cont)
         except _Overlong as e:
             chunk = first + int(np.searchsorted(bounds, e.byte, side="right"))
             raise CodecError("a varint is longer than 64 bits", chunk) from None
-        deltas[...] = small[~is_cont].view(np.int8)  # widened with its sign
+        _drop_continuations(small, is_cont, long_starts, long_ends, deltas)
         # A varint's index among the values: its last byte's index less the
         # continuation bytes before it.
         out[long_ends - np.searchsorted(cont, long_ends)] = _unzigzag(long_values)

@@ -32,6 +32,7 @@ what this host thinks it means.
 
 from __future__ import annotations
 
+import binascii
 import json
 import math
 import os
@@ -41,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+import pybase64
 
 from rtbench import STREAM_FORMAT
 from rtbench.model import StreamIssue
@@ -252,6 +254,24 @@ def _template(prefix: bytes) -> _Template | None:
     return _Template(head, tuple(nested))
 
 
+def _plain_string(view: memoryview) -> bool:
+    """True when these bytes are a JSON string's value as they stand: no
+    quote, no escape, no control byte; non-ASCII goes the full way (its
+    UTF-8 is checked there)."""
+    try:
+        # Base64 text (every chunk the agent writes) is: pybase64's SIMD
+        # check of the alphabet is the cheapest proof (the bytes it decodes
+        # are dropped; the assembler decodes the chunks in bulk).
+        pybase64.b64decode(view, validate=True)
+        return True
+    except (binascii.Error, ValueError):
+        pass
+    data = bytes(view)
+    if not data.isascii() or b'"' in data or b"\\" in data:
+        return False
+    return not data or _min_byte(np.frombuffer(data, dtype=np.uint8)) >= _CONTROL
+
+
 def _samples_body(
     raw: bytes, start: int, end: int, templates: dict[bytes, _Template]
 ) -> dict[str, Any] | None:
@@ -265,16 +285,9 @@ def _samples_body(
     if match is None or match.end() > end - 2:
         return None
     view = memoryview(raw)[match.end() : end - 2]
-    # The data is a plain JSON string exactly when it holds no quote, no
-    # escape and no control byte; non-ASCII goes the full way (UTF-8 check).
-    try:
-        data = str(view, "ascii")
-    except UnicodeDecodeError:
+    if not _plain_string(view):
         return None
-    if '"' in data or "\\" in data:
-        return None
-    if data and _min_byte(np.frombuffer(view, dtype=np.uint8)) < _CONTROL:
-        return None
+    data = str(view, "ascii")
     offset, count = int(match[1]), int(match[2])
     if offset > U64_MAX or count > U64_MAX:
         return None
