@@ -69,3 +69,21 @@ def test_a_campaign_column_pools_without_the_odd_repetition() -> None:
     (col,) = _pooled(c, runs)
     assert col.labels["runs"] == "1,2"
     assert any(w.code == "set_apart" and "run #3" in w.detail for w in col.warnings)
+
+
+def test_a_repetition_of_another_firmware_is_named() -> None:
+    # A source edited between a campaign's cells rebuilt one board's firmware.
+    def board(ident: int, digest: str) -> Run:
+        run = rep(83, ident)
+        run.machine = {"target": {"firmware_sha256": digest}}
+        return run
+
+    same = [board(1, "a" * 64), board(2, "a" * 64), board(3, "a" * 64)]
+    odd = board(4, "b" * 64)
+    kept, said = set_apart([[*same, odd]])
+    assert kept == [same]
+    assert said == [f"run #4 set apart: firmware {'b' * 12} against {'a' * 12} for its group "
+                    "(another build)"]  # fmt: skip
+    kept, said = set_apart([[same[0], odd]])
+    assert kept == [[same[0], odd]] and "firmware" in said[0] and "both kept" in said[0]
+    assert set_apart([same]) == ([same], [])

@@ -14,7 +14,12 @@ each run's health is compared with the median of its group's:
 - the cycle counter's rate (hello.clock.cycles.hz): more than RATE_TOLERANCE
   apart;
 - the load average when the run started (the host probe): more than
-  LOAD_EXCESS above (a machine busy with something else).
+  LOAD_EXCESS above (a machine busy with something else);
+- the firmware an emulated board ran (machine.target.firmware_sha256):
+  another build than its group's most common one. A source edited or
+  pulled between a campaign's cells rebuilds it, and under -icount every
+  figure moves with the code: the repetitions of the three-kernel campaign
+  then "differed" in RSP-IO's maxima by up to 4.6 us, all of it the build.
 
 A run that differs is set apart: left out of the pool and of the test,
 and named with the reason. With two runs neither is the odd one: both stay,
@@ -24,6 +29,7 @@ and the disagreement is said.
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from dataclasses import dataclass
 
 from rtbench.analysis.stats import series_stats
@@ -78,6 +84,22 @@ def _odd(value: float | None, others: list[float | None], what: str) -> str:
     return ""
 
 
+def _build(run: Run) -> str | None:
+    target = run.machine.get("target") if isinstance(run.machine, dict) else None
+    digest = target.get("firmware_sha256") if isinstance(target, dict) else None
+    return digest if isinstance(digest, str) and digest else None
+
+
+def _other_build(run: Run, group: list[Run]) -> str:
+    mine, known = _build(run), [b for r in group if (b := _build(r))]
+    if mine is None or not known:
+        return ""
+    common = Counter(known).most_common(1)[0][0]
+    if mine == common:
+        return ""
+    return f"firmware {mine[:12]} against {common[:12]} for its group (another build)"
+
+
 def why_apart(run: Run, group: list[Run]) -> str:
     """Why `run` stands apart from its `group` (itself included, so that
     one odd run does not move the median it is held against)."""
@@ -86,6 +108,7 @@ def why_apart(run: Run, group: list[Run]) -> str:
         _odd(h.clock_read_ns, [o.clock_read_ns for o in others], "clock"),
         _odd(h.counter_hz, [o.counter_hz for o in others], "rate"),
         _odd(h.loadavg, [o.loadavg for o in others], "load"),
+        _other_build(run, group),
     ]
     return "; ".join(r for r in reasons if r)
 
