@@ -81,7 +81,7 @@ static void finish(irq_spin *sp)
 static void spin(irq_spin *sp, rtb_time bound)
 {
     size_t seen = 0, count = sp->cfg.count;
-    rtb_time p = sp->cfg.period;
+    rtb_time p = sp->cfg.period, phase, grain = rtb_release_grain(&phase);
     bool nap = p > 3 * SPIN_LEAD, due = nap;
     for (;;) {
         rtb_time t = rtb_ts_now();
@@ -105,6 +105,11 @@ static void spin(irq_spin *sp, rtb_time bound)
             /* The next event on the grid: expiry h + o, or raise h. */
             size_t next = sp->cfg.source == IRQ_TIMER ? h + (size_t)o : h;
             rtb_time wake = sp->t0 + (rtb_time)next * p - SPIN_LEAD;
+            /* A tick kernel's sleep ends on a tick, the first at or after
+             * its end: the last tick before `wake`, or it slept through
+             * every other event of a grid finer than the tick. */
+            if (grain > 0)
+                wake = rtb_on_grain(wake - grain + 1, grain, phase);
             if (wake > rtb_clock_now()) {
                 rtb_sleep_until(wake);
                 /* Handlers that ran while it slept found no running thread
