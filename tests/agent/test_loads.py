@@ -69,7 +69,8 @@ def test_every_kind_runs_counts_its_work_and_cleans_up(
               for c in r.run.cases]  # fmt: skip
     assert r.code == 0, (errors, r.stderr)
     assert r.run.hello["params"]["load"] == spec
-    assert r.run.hello["params"]["load_threads"] == os.cpu_count()
+    # one load thread per CPU the process may use (taskset, cpusets)
+    assert r.run.hello["params"]["load_threads"] == len(os.sched_getaffinity(0))
     for cid in ("JIT-PER", "CLK-RES"):
         c = case_of(r, cid)
         assert c.params["load"] == spec
@@ -80,7 +81,7 @@ def test_every_kind_runs_counts_its_work_and_cleans_up(
             m = re.search(rf": (\d+) {re.escape(UNITS[kind])}", chk.detail)
             assert m, chk.detail
             if kind != "stress":  # one thread per CPU, at normal priority, by default
-                n = os.cpu_count()
+                n = len(os.sched_getaffinity(0))
                 assert chk.detail.startswith(f"{n} thread{'s' if n != 1 else ''} (SCHED_OTHER)")
             # The load ran; a thread that did no unit of work in the case
             # (another session's real-time task held its CPU, or a busy
