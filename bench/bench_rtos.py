@@ -8,8 +8,10 @@ the quick suite's time, per kernel.
                   highest stack high-water mark of its threads (noted when a
                   thread is joined) and of the task that runs the plan; the
                   RAM it used: data + bss (static, with the stream's buffers
-                  and the kernel's tables) + the thread slots and stacks
-                  handed out + the heap (sample buffers, histograms)
+                  and the kernel's tables) + the main stack the linker sets
+                  aside (the interrupts' stack) + the thread slots, stacks
+                  and queue storage handed out + the heap's high-water mark
+                  (sample buffers, histograms)
     boot          QEMU start -> the firmware's first record (wall seconds)
     quick suite   the whole quick suite in one boot (wall seconds, and the
                   virtual time the cases took)
@@ -20,6 +22,7 @@ JSON's `over_goal`).
 
     .venv/bin/python bench/bench_rtos.py [--json] [--ports freertos,ucos3,ucos2]
                                          [--cases SEM-SHF,THR-SW] [--max-samples N]
+                                         [--no-suite]
 
 --max-samples: the board's sample buffers per series (the target's
 max_samples option), which most cases' RAM is. A kernel whose sources
@@ -71,8 +74,19 @@ def ram_note(notes: list[str]) -> dict[str, int]:
     return {}
 
 
+# The parts of a case's RAM, each a key of its firmware's `ram` note.
+RAM_PARTS = {
+    "static_ram": "data+bss",
+    "irq_stack": "irq_stack",
+    "thread_slots": "thread_slots",
+    "thread_stacks": "thread_stacks",
+    "queue_storage": "queue_storage",
+    "heap_used": "heap_used",
+}
+
+
 def ram_used(c: dict[str, Any]) -> int:
-    return int(c["static_ram"] + c["thread_slots"] + c["thread_stacks"] + c["heap_used"])
+    return sum(int(c[k]) for k in RAM_PARTS)
 
 
 def one_boot(args: list[str], spec: str) -> dict[str, Any]:
@@ -89,6 +103,8 @@ def one_boot(args: list[str], spec: str) -> dict[str, Any]:
         raise TransportError(f"{args}: the run did not complete: {run.issues}")
     stacks = transport.stack_use()
     ram = ram_note(transport.notes)
+    if missing := [n for n in RAM_PARTS.values() if n not in ram]:
+        raise TransportError(f"{args}: the firmware's RAM note lacks {missing}: {transport.notes}")
     main = stacks.pop("rtb-main", (0, 0))
     threads = max((used for _, used in stacks.values()), default=0)
     return {
@@ -98,10 +114,7 @@ def one_boot(args: list[str], spec: str) -> dict[str, Any]:
         "first_record_s": transport.timings.get("first_record", float("nan")),
         "main_stack_used": main[1],
         "thread_stack_used_max": threads,
-        "static_ram": ram.get("data+bss", 0),
-        "thread_slots": ram.get("thread_slots", 0),
-        "thread_stacks": ram.get("thread_stacks", 0),
-        "heap_used": ram.get("heap_used", 0),
+        **{k: ram[note] for k, note in RAM_PARTS.items()},
     }
 
 
@@ -130,12 +143,14 @@ def print_port(port: str, r: dict[str, Any]) -> None:
     print(f"{port}: firmware text {f['text']} data {f['data']} bss {f['bss']} bytes "
           f"(+ reserved: psram {f['psram']}, heap {f['heap']})")  # fmt: skip
     print(f"  {'case':10} {'outcome':11} {'main stk':>8} {'thr stk':>7} {'static':>8} "
-          f"{'tasks':>8} {'stacks':>8} {'heap':>8} {'RAM':>8} {'boot s':>6}")  # fmt: skip
+          f"{'irq stk':>7} {'tasks':>8} {'stacks':>8} {'queues':>6} {'heap':>8} {'RAM':>8} "
+          f"{'boot s':>6}")  # fmt: skip
     for case, c in r["cases"].items():
         over = "  over 64 KiB" if case in r["over_goal"] else ""
         print(f"  {case:10} {c['outcomes'][case]:11} {c['main_stack_used']:8} "
-              f"{c['thread_stack_used_max']:7} {c['static_ram']:8} {c['thread_slots']:8} "
-              f"{c['thread_stacks']:8} {c['heap_used']:8} {ram_used(c):8} "
+              f"{c['thread_stack_used_max']:7} {c['static_ram']:8} {c['irq_stack']:7} "
+              f"{c['thread_slots']:8} {c['thread_stacks']:8} {c['queue_storage']:6} "
+              f"{c['heap_used']:8} {ram_used(c):8} "
               f"{c['first_record_s']:6.2f}{over}")  # fmt: skip
     if q := r.get("quick_suite"):
         print(
@@ -150,6 +165,9 @@ def main() -> int:
     ap.add_argument("--ports", default=",".join(PORTS), help="comma-separated RTOS ports")
     ap.add_argument("--cases", default="", help="comma-separated case IDs (default: quick)")
     ap.add_argument("--max-samples", type=int, default=0, help="the board's max_samples")
+    ap.add_argument(
+        "--no-suite", action="store_true", help="per-case boots only, not the suite in one boot"
+    )
     ap.add_argument(
         "--smoke",
         action="store_true",
@@ -171,7 +189,7 @@ def main() -> int:
     ports: dict[str, Any] = {}
     for port in (p for p in a.ports.split(",") if p):
         try:
-            ports[port] = one_port(port, plans, a.max_samples, suite=not a.smoke)
+            ports[port] = one_port(port, plans, a.max_samples, suite=not (a.smoke or a.no_suite))
         except KernelUnavailable as e:
             ports[port] = {"skipped": str(e).split("\n", 1)[0]}
         except (BuildError, TransportError, subprocess.CalledProcessError) as e:

@@ -206,14 +206,29 @@ void rtb_json_bool(rtb_json *j, const char *key, bool value)
         put(j, value ? "true" : "false", value ? 4 : 5);
 }
 
-void rtb_json_raw_str(rtb_json *j, const char *key, const char *text, size_t len)
+bool rtb_json_str_open(rtb_json *j, const char *key)
 {
     if (!member(j, key))
-        return;
+        return false;
     putc_(j, '"');
-    put(j, text, len);
+    return true;
+}
+
+void rtb_json_str_put(rtb_json *j, const char *text, size_t len) { put(j, text, len); }
+
+void rtb_json_str_close(rtb_json *j)
+{
+    /* RESERVE keeps room for the quote even when the text was clipped. */
     j->buf[j->len++] = '"';
     j->buf[j->len] = '\0';
+}
+
+void rtb_json_raw_str(rtb_json *j, const char *key, const char *text, size_t len)
+{
+    if (!rtb_json_str_open(j, key))
+        return;
+    rtb_json_str_put(j, text, len);
+    rtb_json_str_close(j);
 }
 
 void rtb_json_num(rtb_json *j, const char *key, const char *digits)

@@ -57,6 +57,11 @@ void rtb_json_bool(rtb_json *j, const char *key, bool value);
 void rtb_json_num(rtb_json *j, const char *key, const char *digits);
 /* Appends pre-escaped text (base64 and the like) as a string value. */
 void rtb_json_raw_str(rtb_json *j, const char *key, const char *text, size_t len);
+/* The same in pieces, with no copy of the whole text (a board's RAM): open
+ * (false: no room, write nothing more), pre-escaped pieces, close. */
+bool rtb_json_str_open(rtb_json *j, const char *key);
+void rtb_json_str_put(rtb_json *j, const char *text, size_t len);
+void rtb_json_str_close(rtb_json *j);
 
 /* ---- stream writer (stream.c) ----------------------------------------- */
 
@@ -460,6 +465,7 @@ typedef enum {
     RTB_INJ_STALL,         /* CLK-DUR: the measuring thread blocks NS once, mid-window */
     RTB_INJ_WAKE_DELAY,    /* a late wake-up: busy-wait NS after every rtb_sleep_until */
     RTB_INJ_HW_STALL,      /* NOISE-HW: busy-wait NS mid-way through every interrupts-off window */
+    RTB_INJ_THREAD_STACK,  /* an RTOS port: case threads get a stack of N bytes (overflow check) */
     RTB_INJ_COUNT
 } rtb_inject_site;
 

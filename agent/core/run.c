@@ -113,9 +113,57 @@ static void exact_keys(rtb_json *j, const rtb_hist *h)
  * spent most of the time on each record's CRC, JSON and schema (issue 22). */
 #define CHUNK (RTB_BODY_CAP / 32 < 4096 ? RTB_BODY_CAP / 32 : 4096)
 
-static size_t encode_chunk(const int64_t *v, size_t n, unsigned char *out)
+/* Base64 written as the bytes come, into the record body through a small
+ * buffer: no whole-chunk copies of the varints and of their base64 (6 KiB
+ * of a board's RAM at 256 samples a chunk). */
+typedef struct b64_writer {
+    rtb_json *j;
+    uint32_t acc; /* up to three bytes not yet written */
+    int nacc;
+    size_t o;
+    char out[64];
+} b64_writer;
+
+static const char b64_table[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static void b64_flush(b64_writer *w)
 {
-    size_t len = 0;
+    rtb_json_str_put(w->j, w->out, w->o);
+    w->o = 0;
+}
+
+static void b64_byte(b64_writer *w, unsigned char b)
+{
+    w->acc = w->acc << 8 | b;
+    if (++w->nacc < 3)
+        return;
+    if (w->o + 4 > sizeof w->out)
+        b64_flush(w);
+    w->out[w->o++] = b64_table[(w->acc >> 18) & 63];
+    w->out[w->o++] = b64_table[(w->acc >> 12) & 63];
+    w->out[w->o++] = b64_table[(w->acc >> 6) & 63];
+    w->out[w->o++] = b64_table[w->acc & 63];
+    w->acc = 0;
+    w->nacc = 0;
+}
+
+static void b64_end(b64_writer *w)
+{
+    if (w->nacc) { /* one or two bytes left: padded as the decoder expects */
+        int n = w->nacc;
+        uint32_t x = w->acc << (8 * (3 - n));
+        if (w->o + 4 > sizeof w->out)
+            b64_flush(w);
+        w->out[w->o++] = b64_table[x >> 18];
+        w->out[w->o++] = b64_table[(x >> 12) & 63];
+        w->out[w->o++] = n == 2 ? b64_table[(x >> 6) & 63] : '=';
+        w->out[w->o++] = '=';
+    }
+    b64_flush(w);
+}
+
+static void encode_chunk(const int64_t *v, size_t n, b64_writer *w)
+{
     int64_t prev = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t d = (uint64_t)v[i] - (uint64_t)prev; /* wraps like the decoder */
@@ -124,31 +172,10 @@ static size_t encode_chunk(const int64_t *v, size_t n, unsigned char *out)
         do {
             unsigned char b = z & 0x7F;
             z >>= 7;
-            out[len++] = (unsigned char)(b | (z ? 0x80 : 0));
+            b64_byte(w, (unsigned char)(b | (z ? 0x80 : 0)));
         } while (z);
     }
-    return len;
-}
-
-static size_t base64(const unsigned char *in, size_t n, char *out)
-{
-    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t o = 0, i = 0;
-    for (; i + 2 < n; i += 3) {
-        uint32_t x = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-        out[o++] = t[x >> 18];
-        out[o++] = t[(x >> 12) & 63];
-        out[o++] = t[(x >> 6) & 63];
-        out[o++] = t[x & 63];
-    }
-    if (i < n) {
-        uint32_t x = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0);
-        out[o++] = t[x >> 18];
-        out[o++] = t[(x >> 12) & 63];
-        out[o++] = i + 1 < n ? t[(x >> 6) & 63] : '=';
-        out[o++] = '=';
-    }
-    return o;
+    b64_end(w);
 }
 
 static void emit_hist(rtb_ctx *ctx, const rtb_series *s, const rtb_tags *tags)
@@ -195,17 +222,18 @@ void rtb_emit_series_tagged(rtb_ctx *ctx, const rtb_series *s, const rtb_tags *t
     emit_hist(ctx, s, tags);
     if (!ctx->opt->samples)
         return;
-    static unsigned char raw[CHUNK * 10];
-    static char b64[(CHUNK * 10 + 2) / 3 * 4 + 4];
     for (size_t off = 0; off < s->n; off += CHUNK) {
         size_t n = s->n - off < CHUNK ? s->n - off : CHUNK;
-        size_t len = base64(raw, encode_chunk(s->v + off, n, raw), b64);
         j = rtb_rec_begin(ctx->stream, "samples");
         series_keys(j, ctx, s, tags);
         rtb_json_str(j, "enc", "zzd-varint-b64");
         rtb_json_u64(j, "offset", off);
         rtb_json_u64(j, "count", n);
-        rtb_json_raw_str(j, "data", b64, len);
+        if (rtb_json_str_open(j, "data")) {
+            b64_writer w = {.j = j};
+            encode_chunk(s->v + off, n, &w);
+            rtb_json_str_close(j);
+        }
         rtb_rec_end(ctx->stream);
     }
 }

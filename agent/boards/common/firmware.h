@@ -27,6 +27,8 @@ void rtb_os_isr_exit(void);
 /* Bytes of the port's thread pool a run touched, and of stacks handed out. */
 size_t rtb_os_thread_slots_used(void);
 size_t rtb_os_stacks_reserved(void);
+/* Bytes of the port's queue storage (its bulk arena) handed out. */
+size_t rtb_os_queues_reserved(void);
 
 /* The cases' kernel load (boards/common/load.c runs its threads): one
  * thread's storm of the kernel's calls that enter its critical sections,

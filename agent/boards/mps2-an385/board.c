@@ -201,8 +201,11 @@ size_t board_cmdline(char *buf, size_t cap)
         char *buf;
         int len;
     } block = {buf, (int)cap};
-    if (cap == 0 || semihost(SYS_GET_CMDLINE, &block) != 0)
+    if (cap == 0)
         return 0;
+    /* The host refuses a line longer than the buffer (QEMU: status -1). */
+    if (semihost(SYS_GET_CMDLINE, &block) != 0)
+        return SIZE_MAX;
     buf[cap - 1] = '\0';
     return (size_t)block.len < cap ? (size_t)block.len : cap - 1;
 }
@@ -217,11 +220,13 @@ _Noreturn void board_exit(int status)
         __asm__ volatile("wfi");
 }
 
-extern uint32_t __data_start__, __bss_end__, __HeapLimit;
+extern uint32_t __data_start__, __bss_end__, __StackTop, __HeapLimit;
 
-void board_ram(uintptr_t *data_start, uintptr_t *bss_end, uintptr_t *heap_end)
+void board_ram(uintptr_t *data_start, uintptr_t *bss_end, uintptr_t *stack_top,
+               uintptr_t *heap_end)
 {
     *data_start = (uintptr_t)&__data_start__;
     *bss_end = (uintptr_t)&__bss_end__;
+    *stack_top = (uintptr_t)&__StackTop;
     *heap_end = (uintptr_t)&__HeapLimit;
 }

@@ -65,11 +65,14 @@ void board_out_write(int level);
  * status stays set. */
 void board_gen_isr(void);
 /* The run's arguments as one line (semihosting SYS_GET_CMDLINE); 0 when
- * the host gave none. */
+ * the host gave none, SIZE_MAX when it did not give them (a line longer
+ * than `cap`). */
 size_t board_cmdline(char *buf, size_t cap);
 /* Ends the program with `status` (semihosting exit: QEMU's exit code). */
 _Noreturn void board_exit(int status);
-/* RAM the linker placed: [start, end) of data+bss, and the heap's. */
-void board_ram(uintptr_t *data_start, uintptr_t *bss_end, uintptr_t *heap_end);
+/* RAM the linker placed: [start, end) of data+bss, the end of the main
+ * stack after it (the interrupts' stack), and the heap's end. */
+void board_ram(uintptr_t *data_start, uintptr_t *bss_end, uintptr_t *stack_top,
+               uintptr_t *heap_end);
 
 #endif

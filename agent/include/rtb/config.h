@@ -67,6 +67,12 @@
 #define RTB_FRAME_LIMIT 2048
 #endif
 
+/* The OS's boot command line in the hello record (x86 COMMAND_LINE_SIZE);
+ * an RTOS has none and keeps the RAM. */
+#ifndef RTB_OS_CMDLINE_CAP
+#define RTB_OS_CMDLINE_CAP 2048
+#endif
+
 /* Cases one run can plan. */
 #ifndef RTB_MAX_RUN
 #define RTB_MAX_RUN 64

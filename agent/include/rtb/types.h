@@ -39,7 +39,7 @@ typedef struct rtb_port_info {
     /* The kernel's own view, read on the target (empty where unknown). */
     char preempt[32];       /* PREEMPT_RT, PREEMPT_DYNAMIC, PREEMPT or "" */
     char preempt_mode[32];  /* the dynamic mode in effect (debugfs), or "" */
-    char cmdline[2048];  /* x86 COMMAND_LINE_SIZE */
+    char cmdline[RTB_OS_CMDLINE_CAP]; /* the OS's boot command line, if it has one */
     char clocksource[64];
     char isolated_cpus[128];
     bool realtime;        /* real-time priorities are available */

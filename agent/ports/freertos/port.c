@@ -127,6 +127,14 @@ int rtb_thread_create(rtb_thread *t, const rtb_thread_attr *attr, rtb_thread_fn 
         return RTB_ENOMEM;
     StackType_t *stack = own ? (StackType_t *)attr->stack : s->stack;
     size_t stack_words = own ? bytes / sizeof(StackType_t) : s->stack_words;
+    /* Test builds: a deliberately small stack, the overflow check's known
+     * answer. The kernel is given the top of the slot's stack only, so an
+     * overflow lands in the slot's own memory, never a neighbour's. */
+    size_t small = (size_t)RTB_INJECT_VALUE(RTB_INJ_THREAD_STACK) / sizeof(StackType_t);
+    if (!own && small && small < stack_words) {
+        stack += stack_words - small;
+        stack_words = small;
+    }
     s->run_stack_words = stack_words;
     /* Normal scheduling: above idle, below every real-time priority. */
     UBaseType_t prio = attr->normal ? 1 : (UBaseType_t)attr->priority;

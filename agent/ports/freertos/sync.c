@@ -43,6 +43,8 @@ static queue_slot queues[RTB_FREERTOS_QUEUES];
 RTB_BULK static uint8_t queue_arena[RTB_FREERTOS_QUEUE_ARENA];
 static size_t queue_arena_used;
 
+size_t rtb_os_queues_reserved(void) { return queue_arena_used; }
+
 typedef struct {
     queue_slot *slot;
     QueueHandle_t h;

@@ -159,6 +159,8 @@ static queue_slot queues[RTB_UCOS2_QUEUES];
 RTB_BULK static uint8_t queue_arena[RTB_UCOS2_QUEUE_ARENA];
 static size_t queue_arena_used;
 
+size_t rtb_os_queues_reserved(void) { return queue_arena_used; }
+
 typedef struct {
     queue_slot *slot;
     size_t msg_size;

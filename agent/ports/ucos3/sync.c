@@ -168,6 +168,8 @@ static queue_slot queues[RTB_UCOS3_QUEUES];
 RTB_BULK static uint8_t queue_arena[RTB_UCOS3_QUEUE_ARENA];
 static size_t queue_arena_used;
 
+size_t rtb_os_queues_reserved(void) { return queue_arena_used; }
+
 typedef struct {
     queue_slot *slot;
     size_t msg_size;
