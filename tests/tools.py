@@ -68,8 +68,10 @@ def missing(*names: str) -> list[str]:
 
 
 def install_hint(names: list[str]) -> str:
-    sudo = "" if os.geteuid() == 0 else "sudo "
-    return f"{sudo}apt-get install --no-install-recommends {' '.join(names)}"
+    """The one command that installs `names`: with sudo where there is one
+    (a minimal Debian has none: then it is for root to run)."""
+    how = "" if os.geteuid() == 0 else "sudo " if shutil.which("sudo") else "as root: "
+    return f"{how}apt-get install --no-install-recommends {' '.join(names)}"
 
 
 def unavailable(reason: str) -> NoReturn:

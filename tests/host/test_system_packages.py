@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -143,3 +145,33 @@ def test_a_package_needed_to_go_on_fails_whoever_runs_it(tmp_path: Path) -> None
         text=True, env=env(PATH=bare_path(tmp_path)), timeout=60, check=False,
     )  # fmt: skip
     assert r.returncode == 2 and "no-such-package" in r.stderr, r.stdout + r.stderr
+
+
+def test_without_sudo_the_command_is_for_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A minimal Debian has no sudo: `sudo apt-get install sudo` cannot be run.
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setenv("PATH", bare_path(tmp_path))
+    assert tools.install_hint(["sudo"]) == "as root: apt-get install --no-install-recommends sudo"
+    (tmp_path / "bin" / "sudo").symlink_to("/bin/true")
+    assert tools.install_hint(["cpio"]).startswith("sudo apt-get install ")
+    # The script, run as nobody, says the same (where nobody may read it).
+    if os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists():
+        return
+    public = Path(tempfile.mkdtemp(prefix="rtbench-nosudo-", dir="/tmp"))
+    try:
+        public.chmod(0o755)
+        for tool, to in (("bash", "bash"), ("id", "id"), ("apt-get", "true")):
+            (public / tool).symlink_to(shutil.which(to) or to)
+        r = subprocess.run(
+            ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+             "/bin/bash", str(SCRIPT), "--check"],
+            capture_output=True, text=True, env=env(PATH=str(public)), timeout=60, check=False,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(public)
+    if "Permission denied" in r.stderr:
+        return  # the checkout lies where nobody cannot enter
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "to install them, as root: apt-get install --no-install-recommends " in r.stdout
