@@ -1,4 +1,4 @@
-"""Samples records on POSIX carry up to 4096 samples each (issue 22: the
+"""Samples records on POSIX carry up to 16384 samples each (issue 22: the
 host's work is per record as much as per sample), every line fits the
 body cap the wire format documents, and the figures the host parses from
 them are the agent's own: every series' decoded samples give exactly its
@@ -10,14 +10,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-CHUNK = 4096
-BODY_CAP = 128 * 1024  # docs/wire-format.md: POSIX record bodies
+CHUNK = 16384
+BODY_CAP = 512 * 1024  # docs/wire-format.md: POSIX record bodies
 
 
-def test_samples_chunks_of_4096_and_figures_exact(
+def test_samples_chunks_of_16384_and_figures_exact(
     agent: Path, run_agent: Callable[..., Any]  # conftest's -> AgentResult
 ) -> None:
-    r = run_agent(agent, ["--max-samples", "20000", "CAL-TIMER:reads=10001:rounds=10"])
+    r = run_agent(agent, ["--max-samples", "80000", "CAL-TIMER:reads=40001:rounds=10"])
     assert r.code == 0, r.stderr
     assert not r.parsed.issues, r.parsed.issues
     longest = max(len(line) for line in r.stdout.splitlines())

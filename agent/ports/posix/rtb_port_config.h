@@ -17,7 +17,7 @@
 #define RTB_MAX_SAMPLES_DEFAULT 1000000
 #define RTB_MAX_SAMPLES_LIMIT 100000000
 #define RTB_MAX_RUN 64
-#define RTB_STREAM_BODY_CAP 131072
+#define RTB_STREAM_BODY_CAP 524288
 
 /* rtb/alloc.h: the C library's heap (heap.c); no pool of the OS's own. */
 #define RTB_NO_POOL_WHY "POSIX has no fixed-block allocator (a pool would be rtbench's code, not the OS's)"

@@ -4,7 +4,7 @@ bounded (issue 26; docs/outcomes.md, "Limits").
 
 - A line longer than MAX_LINE bytes is cut into pieces of MAX_LINE bytes,
   each counted as damage (the agent's longest record is its body cap,
-  RTB_STREAM_BODY_CAP: 128 KiB on POSIX, plus the record's head).
+  RTB_STREAM_BODY_CAP: 512 KiB on POSIX, plus the record's head).
 - A live stream must say `hello` within HELLO_LINES lines and HELLO_S
   seconds (a board's boot log comes first; a garbage printer never says it).
 - After the hello, a live run is stopped once the lines that are not records
