@@ -40,6 +40,9 @@ rtb_time irq_wait_deadline(const rtb_ctx *ctx, rtb_time span);
  * count. */
 size_t irq_fit_count(rtb_ctx *ctx, size_t count, rtb_time period);
 uint32_t irq_rand(uint32_t *state);
+/* The first event of a timer grid of `period`, at or after `t`, at a fixed
+ * phase against a tick-based kernel's tick (irq.c). */
+rtb_time irq_first_event(rtb_time t, rtb_time period);
 
 /* ---- latency engine (irq_lat.c): IRQ-LAT, IRQ-RSP, IRQ-SUS ----------- */
 

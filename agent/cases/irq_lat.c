@@ -82,7 +82,7 @@ static void target_main(void *arg)
     bool created = rc == RTB_OK;
     x->wait_until = x->ctx->deadline - 1000000000;
     if (created && timer) {
-        x->t0 = rtb_clock_now() + START_DELAY;
+        x->t0 = irq_first_event(rtb_clock_now() + START_DELAY, x->cfg.period);
         x->wait_until =
             irq_wait_deadline(x->ctx, START_DELAY + (rtb_time)x->cfg.count * x->cfg.period);
         rc = rtb_event_arm(&x->ev, x->t0, x->cfg.period);

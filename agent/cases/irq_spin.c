@@ -124,34 +124,6 @@ static void spin(irq_spin *sp, rtb_time bound)
     }
 }
 
-static rtb_time gcd(rtb_time a, rtb_time b)
-{
-    while (b) {
-        rtb_time r = a % b;
-        a = b;
-        b = r;
-    }
-    return a;
-}
-
-/* The first event, at or after `t`, at a fixed phase against a tick-based
- * kernel's tick (rtb_release_grain): mid-way between the tick and the
- * nearest of the phases the event grid takes (a grid of `period` meets the
- * tick every gcd(period, grain)). Left to where the case's setup happened
- * to end, the phase was a coin toss: under -icount a tick landing inside
- * the handler-to-thread window of every other event (the 500 us grid on a
- * 1 ms tick) added the tick's handler to half the samples (uC/OS-II's
- * IRQ-TLT mean 11.76 -> 16.00 us when 32-bit histogram counters shortened
- * the series' setup). On POSIX (grain 0): `t`. */
-static rtb_time first_event(rtb_time t, rtb_time period)
-{
-    rtb_time phase, grain = rtb_release_grain(&phase);
-    if (grain <= 0 || period <= 0)
-        return t;
-    rtb_time half = gcd(period % grain ? period % grain : grain, grain) / 2;
-    return rtb_on_grain(t - half, grain, phase) + half;
-}
-
 static void target_main(void *arg)
 {
     irq_spin *sp = arg;
@@ -160,7 +132,7 @@ static void target_main(void *arg)
     int rc = rtb_event_create(&sp->ev, sp->cfg.handler, sp->cfg.arg, NULL);
     bool created = rc == RTB_OK;
     rtb_time now = rtb_clock_now();
-    sp->t0 = first_event(now + START_DELAY, sp->cfg.period);
+    sp->t0 = irq_first_event(now + START_DELAY, sp->cfg.period);
     rtb_time span = (sp->t0 - now) + (rtb_time)sp->cfg.count * sp->cfg.period;
     rtb_time bound = rtb_ts_now() + (irq_wait_deadline(ctx, span) - rtb_clock_now());
     if (created && timer)
