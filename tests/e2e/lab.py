@@ -74,6 +74,81 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float) -> None
     raise RuntimeError(f"nothing listens on port {port} after {timeout:.0f} s")
 
 
+# Starting QEMU under TCG on a loaded host takes seconds, in which another
+# process on the machine may bind the port that was free when chosen: that
+# QEMU then ends ("Address already in use") and its place's console refuses
+# every connection. So a guest counts as started only once QEMU itself
+# listens on its port; a port taken meanwhile is chosen again.
+PORT_TRIES = 5
+LISTEN_TIMEOUT_S = 120.0
+
+
+def _listening_inodes(port: int) -> set[str]:
+    """Socket inodes listening on 127.0.0.1:PORT (from /proc/net/tcp)."""
+    found = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        # local address 0100007F:PORT in hex; state 0A is LISTEN.
+        if fields[1] == f"0100007F:{port:04X}" and fields[3] == "0A":
+            found.add(fields[9])
+    return found
+
+
+def _listens(pid: int, port: int) -> bool:
+    """Whether process PID itself (not another one) listens on PORT."""
+    inodes = _listening_inodes(port)
+    if not inodes:
+        return False
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        links = {os.readlink(fd) for fd in fds.iterdir()}
+    except OSError:
+        return False
+    return any(f"socket:[{inode}]" in links for inode in inodes)
+
+
+def _start_guest(lab: Lab, place: str, kernel: kernels.Kernel, initrd: Path) -> int:
+    """Starts PLACE's guest; returns the port its console listens on."""
+    log = lab.workdir / f"qemu-{place}.log"
+    # What the guest writes on its console, read or not: a guest that
+    # panicked (QEMU then exits, -no-reboot) says why there.
+    console = lab.workdir / f"console-{place}.log"
+    for _ in range(PORT_TRIES):
+        port = free_port()
+        proc = lab.guests[place] = subprocess.Popen(
+            [
+                "qemu-system-x86_64", "-M", "q35", "-accel", "tcg", "-cpu", "max",
+                "-smp", "1", "-m", "256", "-nodefaults", "-display", "none",
+                "-monitor", "none", "-no-reboot",
+                "-kernel", str(kernel.image), "-initrd", str(initrd),
+                # loglevel=1: a starved guest's RCU-stall warnings would
+                # overwrite records on the shared console (a lost `bye`).
+                "-append", "console=ttyS0 quiet loglevel=1 panic=-1 tsc=reliable",
+                "-chardev", f"socket,id=console,host=127.0.0.1,port={port},server=on,"
+                f"wait=off,logfile={console}",
+                "-serial", "chardev:console",
+            ],
+            stdin=subprocess.DEVNULL,
+            preexec_fn=die_with_parent,
+            stdout=subprocess.DEVNULL,
+            stderr=log.open("wb"),
+        )  # fmt: skip
+        deadline = time.monotonic() + LISTEN_TIMEOUT_S
+        while proc.poll() is None and not _listens(proc.pid, port):
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"the QEMU of place {place} does not listen on port {port} after "
+                    f"{LISTEN_TIMEOUT_S:.0f} s (see {log})"
+                )
+            time.sleep(0.2)
+        if proc.poll() is None:
+            return port
+        said = log.read_text(errors="replace")
+        if "in use" not in said:  # not a port taken meanwhile
+            raise RuntimeError(f"the QEMU of place {place} ended ({proc.returncode}): {said}")
+    raise RuntimeError(f"the QEMU of place {place}: no free port in {PORT_TRIES} tries ({log})")
+
+
 @dataclass
 class Lab:
     """The running lab: `coordinator` is HOST:PORT, `places` the place names."""
@@ -139,25 +214,7 @@ def start_lab(workdir: Path, places: list[str], kernel: kernels.Kernel) -> Lab:
 
 def _start(lab: Lab, places: list[str], kernel: kernels.Kernel) -> None:
     initrd = shell_initramfs(lab.workdir / "lab-initrd.cpio")
-    ports: dict[str, int] = {}
-    for place in places:
-        port = ports[place] = free_port()
-        lab.guests[place] = subprocess.Popen(
-            [
-                "qemu-system-x86_64", "-M", "q35", "-accel", "tcg", "-cpu", "max",
-                "-smp", "1", "-m", "256", "-nodefaults", "-display", "none",
-                "-monitor", "none", "-no-reboot",
-                "-kernel", str(kernel.image), "-initrd", str(initrd),
-                # loglevel=1: a starved guest's RCU-stall warnings would
-                # overwrite records on the shared console (a lost `bye`).
-                "-append", "console=ttyS0 quiet loglevel=1 panic=-1 tsc=reliable",
-                "-serial", f"tcp:127.0.0.1:{port},server=on,wait=off",
-            ],
-            stdin=subprocess.DEVNULL,
-            preexec_fn=die_with_parent,
-            stdout=subprocess.DEVNULL,
-            stderr=(lab.workdir / f"qemu-{place}.log").open("wb"),
-        )
+    ports = {place: _start_guest(lab, place, kernel, initrd) for place in places}
     cport = free_port()
     lab.coordinator = f"127.0.0.1:{cport}"
     coord_dir = lab.workdir / "coordinator"
