@@ -73,7 +73,11 @@ _OVER_ALL: frozenset[str] = frozenset(
 )
 OVER: dict[str, set[str]] = {
     "freertos": set(_OVER_ALL) | {"THR-B-RR", "THR-CTX", "THR-SW", "TM-COOP"},
-    "ucos3": set(_OVER_ALL) | {"MEM-POOL", "THR-B-RR", "THR-CTX", "THR-SW", "TM-COOP"},
+    # TM-IRQ-PRE: 65,800 B at 36da96a, 264 B over. A stack's high-water mark
+    # holds the exception frames pushed on it, so code that moves when
+    # interrupts come moves a case near the limit across it.
+    "ucos3": set(_OVER_ALL)
+    | {"MEM-POOL", "THR-B-RR", "THR-CTX", "THR-SW", "TM-COOP", "TM-IRQ-PRE"},
     "ucos2": set(_OVER_ALL) | {"TM-BASIC", "TM-IRQ", "TM-IRQ-PRE", "TM-MSG", "TM-SYNC"},
 }
 
