@@ -11,16 +11,20 @@ from pathlib import Path
 
 import pytest
 
+from rtbench.model import Run
 from rtbench.run.measure import measure, plan_for
 from rtbench.store import Store
 from rtbench.targets import resolve
 from rtbench.targets.qemu import QemuTarget
+from rtbench.transports.qemu import QemuTransport
 
 pytestmark = [pytest.mark.tools("busybox-static", "cpio", "qemu-system-x86")]
 
 
-def test_a_guest_run_stores_the_guests_report() -> None:
-    target = resolve("qemu:debian-rt")
+def _cal_ref_in(spec: str) -> tuple[Run, QemuTransport]:
+    """A short CAL-REF in a booted guest, without timerlat: the guest's probe
+    is what these tests read."""
+    target = resolve(spec)
     assert isinstance(target, QemuTarget)
     transport = target.transport()
     transport.timerlat = False
@@ -28,6 +32,11 @@ def test_a_guest_run_stores_the_guests_report() -> None:
         run = measure(transport, plan_for(target, ["CAL-REF:repeats=10"])).run
     finally:
         transport.stop()
+    return run, transport
+
+
+def test_a_guest_run_stores_the_guests_report() -> None:
+    run, _ = _cal_ref_in("qemu:debian-rt")
     m = run.machine
     assert m["probed_on"] == "guest" and m["probe_errors"] == {}
     assert m["kernel_release"] == run.hello["os"]["release"] != os.uname().release
@@ -42,14 +51,7 @@ def test_a_guest_run_stores_its_kernels_config(kernel: str, rt: bool, tmp_path: 
     """Debian's kernels have no /proc/config.gz and the guest no /boot: the
     config comes from the kernel cache (the package's /boot/config-<release>
     kept beside the vmlinuz the guest booted), and the stored run says so."""
-    target = resolve(f"qemu:{kernel}")
-    assert isinstance(target, QemuTarget)
-    transport = target.transport()
-    transport.timerlat = False
-    try:
-        run = measure(transport, plan_for(target, ["CAL-REF:repeats=10"])).run
-    finally:
-        transport.stop()
+    run, transport = _cal_ref_in(f"qemu:{kernel}")
     booted = transport.launch.kernel
     assert booted.config is not None
     with Store(tmp_path / "runs.sqlite") as store:
