@@ -8,6 +8,8 @@ probing is `rtbench.machine.probe`, parsing is `rtbench.stream`, storage is
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -31,6 +33,72 @@ _OUTCOME_RANK = {"error": 0, "failed": 1, "passed": 2, "unsupported": 3, "skippe
 
 Point = dict[str, int | str]
 Int64Array = npt.NDArray[np.int64]
+
+
+# Samples a chunk holds when a whole array is read chunk by chunk (the
+# store's chunk, 1 MiB of int64): a consumer's temporaries are one chunk's.
+CHUNK = 1 << 17
+
+
+class ChunkedSamples(ABC):
+    """A series' raw samples as int64 chunks in order, whether they are in
+    memory or read from the store a chunk at a time: what a consumer that
+    must not hold a long series whole (show, analyze, report of a 1e8-sample
+    run) reads. A whole array is one too (`ArraySamples`, `as_chunked`)."""
+
+    @abstractmethod
+    def __len__(self) -> int: ...
+
+    @abstractmethod
+    def chunks(self) -> Iterator[Int64Array]:
+        """The samples in order, as 1-D int64 arrays (read-only to callers;
+        each may be a view that the next step reuses, so copy to keep one)."""
+
+    def read(self, start: int, stop: int) -> Int64Array:
+        """Samples [start, stop) (clipped to the series) as a fresh array."""
+        n = len(self)
+        start, stop = max(0, min(start, n)), max(0, min(stop, n))
+        out = np.empty(max(0, stop - start), dtype=np.int64)
+        at = 0
+        for c in self.chunks():
+            lo, hi = max(start - at, 0), min(stop - at, c.size)
+            if lo < hi:
+                out[at + lo - start : at + hi - start] = c[lo:hi]
+            at += c.size
+            if at >= stop:
+                break
+        return out
+
+    def array(self) -> Int64Array:
+        """Every sample in one array (a copy unless it already is one): only
+        for a consumer that truly needs them whole, and only when short."""
+        return self.read(0, len(self))
+
+
+class ArraySamples(ChunkedSamples):
+    """An in-memory array as ChunkedSamples: its chunks are views."""
+
+    def __init__(self, values: Int64Array) -> None:
+        self.values = values
+
+    def __len__(self) -> int:
+        return int(self.values.size)
+
+    def chunks(self) -> Iterator[Int64Array]:
+        for start in range(0, self.values.size, CHUNK):
+            yield self.values[start : start + CHUNK]
+
+    def read(self, start: int, stop: int) -> Int64Array:
+        return self.values[max(0, start) : max(0, stop)].copy()
+
+    def array(self) -> Int64Array:
+        return self.values
+
+
+def as_chunked(samples: Int64Array | ChunkedSamples) -> ChunkedSamples:
+    if isinstance(samples, ChunkedSamples):
+        return samples
+    return ArraySamples(np.asarray(samples))
 
 
 def point_key(point: Point) -> str:
@@ -91,7 +159,9 @@ class Series:
     name: str
     point: Point = field(default_factory=dict)
     unit: str = "ns"
-    samples: Int64Array | None = None  # raw samples when the run kept them
+    # Raw samples when the run kept them, whole (`chunked` reads them a
+    # chunk at a time; see the property below the class).
+    samples: Int64Array | None = field(default=None, repr=False)
     holes: int = 0  # samples missing from `samples` (lost chunks)
     hist: Histogram | None = None
     # Exact figures from the target's `summary` record.
@@ -116,6 +186,23 @@ class Series:
         return traits(self.kind)
 
     @property
+    def chunked(self) -> ChunkedSamples | None:
+        """The raw samples without reading them whole: the one way a
+        consumer of a series that may be long reads them."""
+        data: ChunkedSamples | None = self.__dict__.get("_samples")
+        return data
+
+    @chunked.setter
+    def chunked(self, data: ChunkedSamples | Int64Array | None) -> None:
+        self.__dict__["_samples"] = None if data is None else as_chunked(data)
+
+    @property
+    def n_kept(self) -> int:
+        """How many raw samples the series holds (0 when none were kept)."""
+        data = self.chunked
+        return 0 if data is None else len(data)
+
+    @property
     def key(self) -> tuple[str, str, str]:
         return (self.case, self.name, point_key(self.point))
 
@@ -127,6 +214,26 @@ class Series:
     @property
     def mean(self) -> float | None:
         return self.sum / self.n if self.n else None
+
+
+def _whole_samples(self: Series) -> Int64Array | None:
+    # Reading `samples` makes them one array and keeps it: for consumers
+    # that need them whole; a long stored series is read by `chunked`.
+    data = self.chunked
+    if data is None or isinstance(data, ArraySamples):
+        return None if data is None else data.values
+    whole = data.array()
+    self.chunked = whole
+    return whole
+
+
+def _set_samples(self: Series, value: Int64Array | ChunkedSamples | None) -> None:
+    self.chunked = value
+
+
+# `samples` stays the dataclass' init argument and attribute (the parser,
+# exports and tests set and read arrays), kept as ChunkedSamples underneath.
+setattr(Series, "samples", property(_whole_samples, _set_samples))  # noqa: B010
 
 
 @dataclass
