@@ -6,8 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+import pytest
+from stores import StoreAt, simple_run
 
 from rtbench.model import ArraySamples, ChunkedSamples, Int64Array, Series
+from rtbench.store import StoreError
+from rtbench.store.codec import CHUNK_SAMPLES
+from rtbench.store.stored_samples import StoredSamples
 
 
 class Uneven(ChunkedSamples):
@@ -48,3 +53,38 @@ def test_read_across_uneven_chunks_and_whole_on_demand() -> None:
     whole = s.samples
     assert whole is not None and np.array_equal(whole, values)
     assert s.samples is whole  # kept once made
+
+
+def test_a_long_stored_series_is_read_a_chunk_at_a_time(
+    store_at: StoreAt, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past EAGER_SAMPLES a loaded series reads its chunks from the store on
+    each pass (its own connection: the store that loaded it is closed), the
+    same values in the same chunks; a short one is read whole at the load.
+    A run deleted after the load says so instead of giving fewer samples."""
+    monkeypatch.setattr("rtbench.store.rows.EAGER_SAMPLES", CHUNK_SAMPLES)
+    monkeypatch.setattr("rtbench.store.stored_samples._BATCH", 2)  # the batches' seams
+    n = 3 * CHUNK_SAMPLES + 11
+    values = np.arange(n, dtype=np.int64) * 7919 % 100_003 - 50_000
+    values[-3] = 2**63 - 1
+    run = simple_run()
+    run.cases[0].series += [
+        Series("CAL-TIMER", "long", samples=values),
+        Series("CAL-TIMER", "short", samples=values[:CHUNK_SAMPLES]),
+    ]
+    with store_at.open() as store:
+        run_id = store.save(run)
+        loaded = store.load(run_id)
+    long, short = loaded.cases[0].series
+    assert isinstance(short.chunked, ArraySamples)
+    data = long.chunked
+    assert isinstance(data, StoredSamples) and len(data) == n and long.n_kept == n
+    for _ in range(2):  # every pass reads again
+        parts = list(data.chunks())
+        assert [len(p) for p in parts] == [CHUNK_SAMPLES] * 3 + [11]
+        assert np.array_equal(np.concatenate(parts), values)
+    assert np.array_equal(data.read(n - 20, n + 5), values[-20:])
+    with store_at.open() as store:
+        store.delete(run_id)
+    with pytest.raises(StoreError, match="0 of its"):
+        data.array()

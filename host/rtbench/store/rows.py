@@ -13,6 +13,7 @@ import numpy as np
 from rtbench.model import (
     CaseResult,
     Check,
+    ChunkedSamples,
     Int64Array,
     Run,
     RunOutcome,
@@ -26,7 +27,6 @@ from rtbench.store.codec import (
     SAMPLES_ENCODING,
     StoreError,
     dec,
-    decode_into,
     encode_chunks,
     from_json,
     hist_from_dict,
@@ -34,6 +34,7 @@ from rtbench.store.codec import (
     to_int,
     to_json,
 )
+from rtbench.store.stored_samples import EAGER_SAMPLES, StoredSamples, read_whole
 
 _RUN_OUTCOMES = ("passed", "failed", "error", "skipped")
 
@@ -256,36 +257,25 @@ def _attach_children(db: Backend, run: Run) -> None:
         (run.warnings if r["case_pos"] is None else run.cases[r["case_pos"]].warnings).append(w)
 
 
-def _load_samples(db: Backend, r: Row) -> Int64Array:
-    """A series' stored samples in one array, each chunk decoded straight into
-    its place (the only copy)."""
+def _samples(db: Backend, r: Row) -> ChunkedSamples | Int64Array | None:
+    """A series' stored samples: a short one read whole now, a long one a
+    chunk at a time when a consumer reads it (bounded memory)."""
+    if r["n_samples"] is None:
+        return None
     total = int(r["n_samples"])
-    out = np.empty(total, dtype=np.int64)
-    at = 0
-    for c in db.rows(
-        "SELECT n, enc, data FROM chunks WHERE run_id = ? AND case_pos = ? AND series_pos = ?"
-        " ORDER BY seq",
-        (r["run_id"], r["case_pos"], r["pos"]),
-    ):
-        n = int(c["n"])
-        if at + n > total:
-            raise StoreError(f"damaged store: series {r['name']} has more than {total} samples")
-        decode_into(out[at : at + n], bytes(c["data"]), c["enc"])
-        at += n
-    if at != total:
-        raise StoreError(f"damaged store: series {r['name']} has {at} of {total} samples")
-    return out
+    where = (int(r["run_id"]), int(r["case_pos"]), int(r["pos"]))
+    if total <= EAGER_SAMPLES:
+        return read_whole(db, where, total, str(r["name"]))
+    return StoredSamples(db.location, db.timeout, where, total, str(r["name"]))
 
 
 def _series(db: Backend, r: Row) -> Series:
     text = db.py_text
-    samples = None if r["n_samples"] is None else _load_samples(db, r)
-    return Series(
+    s = Series(
         case=text(r["case_id"]),
         name=text(r["name"]),
         point=from_json(r["point"]),
         unit=text(r["unit"]),
-        samples=samples,
         holes=to_int(r["holes"]),
         hist=hist_from_dict(from_json(r["hist"])),
         n=to_int(r["n"]),
@@ -296,6 +286,8 @@ def _series(db: Backend, r: Row) -> Series:
         kind=text(r["kind"]),
         attrs=from_json(r["attrs"]),
     )
+    s.chunked = _samples(db, r)
+    return s
 
 
 def labels_by_run(db: Backend, run_ids: int | list[int] | None = None) -> dict[int, dict[str, str]]:
