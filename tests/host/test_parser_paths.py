@@ -26,9 +26,9 @@ from rtbench.stream import (
     assemble,
     crc32,
     encode_zzd,
+    fastpath,
     parse_lines,
 )
-from rtbench.stream import parser as parser_module
 from rtbench.stream.parser import PREFIX
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
@@ -111,7 +111,7 @@ def test_every_corpus_stream_reads_the_same_both_ways() -> None:
             for line in lines:
                 if b" samples " in line[:40]:
                     at = line.index(b"{")
-                    got = parser_module._samples_body(line, at, len(line.rstrip(b"\r")) - 9, {})
+                    got = fastpath.samples_body(line, at, len(line.rstrip(b"\r")) - 9, {})
                     fast_lines += got is not None
     # The good streams' samples records do take the fast path (else this
     # test compared the plain path with itself).
@@ -191,7 +191,7 @@ def test_each_edge_of_the_samples_layout_reads_the_same_both_ways(body: bytes) -
 
 def test_the_fast_path_is_taken_only_for_the_agents_layout() -> None:
     def fast(body: bytes) -> bool:
-        return parser_module._samples_body(body, 0, len(body), {}) is not None
+        return fastpath.samples_body(body, 0, len(body), {}) is not None
 
     assert fast(GOOD)
     point = GOOD.replace(b'"case":"C"', b'"case":"C","point":{"n":2,"m":"a"}')
@@ -206,7 +206,7 @@ def test_the_fast_path_is_taken_only_for_the_agents_layout() -> None:
 def test_many_series_overflow_the_templates_and_still_agree() -> None:
     lines = [
         sealed(GOOD.replace(b'"series":"s"', b'"series":"s%d"' % i), i)
-        for i in range(parser_module._TEMPLATES + 50)
+        for i in range(fastpath._TEMPLATES + 50)
     ]
     result = both(lines)
     assert len(result.records) == len(lines)

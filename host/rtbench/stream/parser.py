@@ -32,31 +32,23 @@ what this host thinks it means.
 
 from __future__ import annotations
 
-import binascii
-import json
-import math
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import numpy as np
-import pybase64
+from typing import Literal
 
 from rtbench import STREAM_FORMAT
 from rtbench.model import StreamIssue
-from rtbench.stream.codec import crc32
+from rtbench.stream.fastpath import Template, samples_body, split_fast
 from rtbench.stream.limits import LOG_KEPT, LOG_LINE
-from rtbench.stream.schema import RECORDS, U64_MAX, check_record
+from rtbench.stream.record import PREFIX, Damaged, Record, json_object, split_record
+from rtbench.stream.schema import check_record
 
 IssueKind = Literal["damaged", "gap", "duplicate", "truncated", "order", "version"]
 
-PREFIX = b"@rtb "
-_CRC_HEX = re.compile(rb"[0-9a-f]{8}")
-_KIND = re.compile(rb"[a-z_]+\Z")
-_MAX_DIGITS = 20  # 2**64 has 20 digits
 _READ_BUFFER = 1 << 20
+
+__all__ = ["PREFIX", "IssueKind", "ParseResult", "Record", "StreamError", "StreamParser"]
 
 
 class StreamError(Exception):
@@ -76,237 +68,11 @@ class UnsupportedStreamVersion(StreamError):
         self.line = line
 
 
-@dataclass(slots=True)
-class Record:
-    """One intact record line."""
-
-    seq: int
-    kind: str
-    body: dict[str, Any]
-    line: int
-    version: int = STREAM_FORMAT
-    # True once the body passed its kind's schema (the parser checks every
-    # record it accepts; `assemble` checks those that are not marked).
-    checked: bool = field(default=False, compare=False)
-
-
 @dataclass
 class ParseResult:
     records: list[Record] = field(default_factory=list)
     issues: list[StreamIssue] = field(default_factory=list)
     log: list[str] = field(default_factory=list)  # console noise, in order
-
-
-class _Damaged(Exception):
-    """Internal: the reason a record line is skipped."""
-
-
-def _decimal(field_: bytes, what: str) -> int:
-    # Bounded, so that a garbage field cannot hit int()'s digit limit.
-    if not field_.isdigit() or len(field_) > _MAX_DIGITS:
-        raise _Damaged(f"{what} is not a decimal number: {field_[:20]!r}")
-    return int(field_)
-
-
-def _split_record(rest: bytes) -> tuple[int, int, str, bytes]:
-    """Check the CRC of the text after the prefix and split its fields."""
-    crc_field = rest[-8:]
-    if rest[-9:-8] != b" " or _CRC_HEX.fullmatch(crc_field) is None:
-        raise _Damaged("no CRC at the end of the line (line cut short or overwritten?)")
-    covered = rest[:-9]
-    said, computed = int(crc_field, 16), crc32(covered)
-    if said != computed:
-        raise _Damaged(f"CRC mismatch: line says {said:08x}, content gives {computed:08x}")
-    fields = covered.split(b" ", 3)
-    if len(fields) < 4:
-        raise _Damaged(f"{len(fields)} fields before the CRC, expected 4 (ver seq kind json)")
-    ver_f, seq_f, kind_f, body = fields
-    if _KIND.match(kind_f) is None:
-        raise _Damaged(f"bad record kind {kind_f[:20]!r}")
-    return _decimal(ver_f, "version"), _decimal(seq_f, "seq"), kind_f.decode("ascii"), body
-
-
-_KINDS = {k.encode(): k for k in RECORDS}
-
-
-def _split_fast(raw: bytes, start: int, end: int) -> tuple[int, int, str, int] | None:
-    """`_split_record` of raw[start:end] without a copy: (version, seq,
-    kind, where the body starts), or None for anything irregular (a known
-    kind only), which `_split_record` then reads and names."""
-    crc_at = end - 8
-    if crc_at - 1 <= start or raw[crc_at - 1] != 0x20:
-        return None
-    if _CRC_HEX.fullmatch(raw, crc_at, end) is None:
-        return None
-    if int(raw[crc_at:end], 16) != crc32(memoryview(raw)[start : crc_at - 1]):
-        return None
-    s1 = raw.find(b" ", start, crc_at - 1)
-    s2 = raw.find(b" ", s1 + 1, crc_at - 1) if s1 >= 0 else -1
-    s3 = raw.find(b" ", s2 + 1, crc_at - 1) if s2 >= 0 else -1
-    if s3 < 0:
-        return None
-    kind = _KINDS.get(raw[s2 + 1 : s3])
-    ver_f, seq_f = raw[start:s1], raw[s1 + 1 : s2]
-    if kind is None or not (ver_f.isdigit() and seq_f.isdigit()):
-        return None
-    if len(ver_f) > _MAX_DIGITS or len(seq_f) > _MAX_DIGITS:
-        return None
-    return int(ver_f), int(seq_f), kind, s3 + 1
-
-
-def _json_object(body: bytes) -> dict[str, Any]:
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise _Damaged(f"record is not valid UTF-8 (byte {e.start} of the body)") from None
-    try:
-        obj = _DECODER.decode(text)
-    except (ValueError, RecursionError) as e:  # RecursionError: absurdly deep nesting
-        raise _Damaged(f"body is not JSON ({e})") from None
-    if not isinstance(obj, dict):
-        raise _Damaged(f"body is a JSON {type(obj).__name__}, not an object")
-    if "\\u" in text:
-        # Escapes may spell half a surrogate pair, which no UTF-8 text (the
-        # store, an export, a report) can hold. Rare: the agent escapes only
-        # control characters.
-        try:
-            json.dumps(obj, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            raise _Damaged(
-                "a string holds an unpaired surrogate escape (\\ud800-\\udfff)"
-            ) from None
-    return obj
-
-
-def _no_constant(name: str) -> Any:
-    # Python's json reads NaN and Infinity, which are not JSON (RFC 8259).
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _finite(literal: str) -> float:
-    value = float(literal)
-    if not math.isfinite(value):  # 1e999
-        raise ValueError(f"{literal[:20]} does not fit a double")
-    return value
-
-
-# One decoder: json.loads with hooks would build a new one for every record.
-_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
-
-# --- the samples fast path
-#
-# A samples record is nearly all base64 text, and json spends most of its
-# time copying that text into a string character by character. The agent
-# writes the same layout every time:
-#
-#     {"case":...,"enc":"zzd-varint-b64","offset":N,"count":M,"data":"B64"}
-#
-# so the part before "offset" (the series' identity) is decoded and checked
-# once per series and kept as a template; each record then costs a match of
-# its tail and a few scans of its data at C speed. Anything else (another
-# layout, escapes, damage) takes the full path, which says what is wrong:
-# the fast path only ever accepts, and only what the full path accepts with
-# the same body (tests/host/test_parser_paths.py compares the two).
-
-_SAMPLES_TAIL = re.compile(
-    rb'"offset":(0|[1-9][0-9]{0,19}),"count":(0|[1-9][0-9]{0,19}),"data":"'
-)
-_TEMPLATES = 1024  # series kept at once; a stream of garbage names cannot grow it
-_CONTROL = 0x20  # JSON strings hold no raw byte below this
-_min_byte = np.minimum.reduce
-
-
-@dataclass(frozen=True, slots=True)
-class _Template:
-    body: dict[str, Any]  # the fields before "offset", decoded and checked
-    nested: tuple[str, ...]  # its keys holding objects (point, attrs): copied per record
-
-
-def _template(prefix: bytes) -> _Template | None:
-    """The fields before `"offset":` as a checked template, or None.
-
-    `prefix[:-1] + "}"` decoding to a non-empty object proves the prefix is
-    the opening of the top-level object with whole members and a comma
-    after the last (a prefix ending inside a string or a nested value would
-    not close with one brace), so any `"offset":N,"count":M,"data":"B64"}`
-    after it is the same object with three more members."""
-    if not prefix.endswith(b","):
-        return None
-    try:
-        head = _json_object(prefix[:-1] + b"}")
-    except _Damaged:
-        return None
-    if not head:
-        return None
-    nested = []
-    for key, value in head.items():
-        if type(value) is dict:
-            if any(type(v) in (dict, list) for v in value.values()):
-                return None  # not worth a deep copy per record: the full path
-            nested.append(key)
-        elif type(value) is list:
-            return None
-    # The schema checks offset and count for a range and data for a type
-    # only (schema.RECORDS["samples"], _samples_rules): a template that
-    # passes with these passes with every value the tail pattern allows.
-    if check_record("samples", head | {"offset": 0, "count": 0, "data": ""}) is not None:
-        return None
-    return _Template(head, tuple(nested))
-
-
-def _plain_string(view: memoryview) -> bool:
-    """True when these bytes are a JSON string's value as they stand: no
-    quote, no escape, no control byte; non-ASCII goes the full way (its
-    UTF-8 is checked there)."""
-    try:
-        # Base64 text (every chunk the agent writes) is: pybase64's SIMD
-        # check of the alphabet is the cheapest proof (the bytes it decodes
-        # are dropped; the assembler decodes the chunks in bulk).
-        pybase64.b64decode(view, validate=True)
-        return True
-    except (binascii.Error, ValueError):
-        pass
-    data = bytes(view)
-    if not data.isascii() or b'"' in data or b"\\" in data:
-        return False
-    return not data or _min_byte(np.frombuffer(data, dtype=np.uint8)) >= _CONTROL
-
-
-def _samples_body(
-    raw: bytes, start: int, end: int, templates: dict[bytes, _Template]
-) -> dict[str, Any] | None:
-    """The body raw[start:end] of a samples record in the agent's layout,
-    checked against the schema; None for anything else (the full path then
-    reads it)."""
-    if not raw.endswith(b'"}', start, end):
-        return None
-    at = raw.find(b'"offset":', start, end)
-    match = _SAMPLES_TAIL.match(raw, at, end) if at > start else None
-    if match is None or match.end() > end - 2:
-        return None
-    view = memoryview(raw)[match.end() : end - 2]
-    if not _plain_string(view):
-        return None
-    data = str(view, "ascii")
-    offset, count = int(match[1]), int(match[2])
-    if offset > U64_MAX or count > U64_MAX:
-        return None
-    prefix = raw[start:at]
-    template = templates.get(prefix)
-    if template is None:
-        template = _template(prefix)
-        if template is None:
-            return None
-        if len(templates) >= _TEMPLATES:
-            templates.clear()
-        templates[prefix] = template
-    out = template.body.copy()
-    for key in template.nested:
-        out[key] = out[key].copy()
-    # Set after the copy: a key repeated in the prefix keeps its first
-    # place and takes the last value, as json's own objects do.
-    out["offset"], out["count"], out["data"] = offset, count, data
-    return out
 
 
 class StreamParser:
@@ -335,7 +101,7 @@ class StreamParser:
         self._bye: Record | None = None
         self._finished = False
         self._fast = fast
-        self._templates: dict[bytes, _Template] = {}
+        self._templates: dict[bytes, Template] = {}
 
     def feed(self, line: str | bytes) -> Record | None:
         self.line += 1
@@ -354,25 +120,25 @@ class StreamParser:
                 self.log.append(raw[: min(end, LOG_LINE)].decode("utf-8", "replace"))
             return None
         start = at + len(PREFIX)
-        split = _split_fast(raw, start, end) if self._fast else None
+        split = split_fast(raw, start, end) if self._fast else None
         try:
             if split is None:
                 # The plain way, which also says what is wrong with the line.
-                version, seq, kind, body = _split_record(raw[start:end])
+                version, seq, kind, body = split_record(raw[start:end])
                 self._check_version(version)
-                record = Record(seq, kind, _json_object(body), self.line, version)
+                record = Record(seq, kind, json_object(body), self.line, version)
             else:
                 version, seq, kind, body_at = split
                 self._check_version(version)
                 fast = None
                 if kind == "samples":
-                    fast = _samples_body(raw, body_at, end - 9, self._templates)
+                    fast = samples_body(raw, body_at, end - 9, self._templates)
                 if fast is None:
                     body = raw[body_at : end - 9]
-                    record = Record(seq, kind, _json_object(body), self.line, version)
+                    record = Record(seq, kind, json_object(body), self.line, version)
                 else:  # already checked against the schema
                     record = Record(seq, kind, fast, self.line, version, checked=True)
-        except _Damaged as e:
+        except Damaged as e:
             self.damaged += 1
             if self.damaged <= LOG_KEPT:
                 self._issue("damaged", str(e))
@@ -386,7 +152,7 @@ class StreamParser:
         if version > STREAM_FORMAT:
             raise UnsupportedStreamVersion(version, self.line)
         if version < 1:
-            raise _Damaged(f"stream format {version} does not exist")
+            raise Damaged(f"stream format {version} does not exist")
         if self._version is None:
             self._version = version
         elif version != self._version:
