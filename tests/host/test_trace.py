@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from rtbench.analysis import stalls
 from rtbench.model import CaseResult, Run, Series
 from rtbench.trace import Recorder, finish, snapshot
 from rtbench.trace import tracefs as tracefs_mod
+from rtbench.trace.attribution import explain_breaks
 from rtbench.trace.formats import (
     FormatError,
     check_header_event,
@@ -38,7 +40,7 @@ from rtbench.trace.formats import (
     parse_header_page,
 )
 from rtbench.trace.pairing import FIELDS, pair
-from rtbench.trace.ringbuf import LOST, Event, RingBufferError, Spec, parse_page
+from rtbench.trace.ringbuf import LOST, Damage, Event, RingBufferError, Spec, parse_page, read_pages
 from rtbench.trace.split import TICK_TOLERANCE, add_kernel_split, split_cases
 from rtbench.trace.tracefs import EVENTS, TRACEFS, Capture, TraceJournal, is_mounted, toplevel_lock
 
@@ -246,6 +248,91 @@ def test_page_damage_is_an_error_not_garbage() -> None:
     with pytest.raises(RingBufferError):
         # an event claiming more bytes than the commit holds
         list(parse_page(page(struct.pack("<I", 20), 0), 0, spec()))
+
+
+def torn(body: bytes, at: int, ts0: int) -> bytes:
+    """A page whose commit says `body` but whose bytes from `at` on are still
+    zeros: copied while a writer was at work (a type_len 0 event of length 0)."""
+    p = bytearray(page(body, ts0))
+    p[16 + at : 16 + len(body)] = bytes(len(body) - at)
+    return bytes(p)
+
+
+def test_a_torn_page_is_cut_at_the_damage_and_flagged() -> None:
+    good = tick(1, 1) + tick(1, 2)
+    cut = 16 + len(tick(1, 3))
+    pages = [page(good, 100), torn(tick(1, 3) + tick(1, 98) + tick(1, 99), cut - 16, 300)]
+    pages.append(page(good, 500))
+    damaged: list[Damage] = []
+    events = list(read_pages(pages, 2, spec(), damaged))
+    assert [(e.name, e.fields.get("vector")) for e in events] == [
+        ("t:tick", 1),
+        ("t:tick", 2),
+        ("t:tick", 3),  # before the damage: kept
+        (LOST, None),  # the rest of the page: flagged lost, never decoded (no 98, no 99)
+        ("t:tick", 1),  # the next page: whole
+        ("t:tick", 2),
+    ]
+    lost = events[3]
+    assert lost.cpu == 2 and lost.ts == events[2].ts == 301  # where the page was cut
+    assert lost.fields["damaged"] == cut
+    assert damaged == [Damage(2, 1, cut, f"an event of -4 bytes at page offset {cut}")]
+    assert f"cpu2 page offset {cut}" in str(damaged[0])
+    # Pairing forgets what was open there, but the damage is not a buffer overrun.
+    assert pair(events).lost == 0
+    # Negative control: whole pages, nothing flagged.
+    whole: list[Damage] = []
+    assert LOST not in {e.name for e in read_pages([page(good, 100)] * 2, 2, spec(), whole)}
+    assert whole == []
+
+
+def test_a_torn_page_in_a_recording_costs_only_its_tail(tmp_path: Path) -> None:
+    shutil.copytree(SAMPLE, tmp_path / "t")
+    raw = tmp_path / "t" / "cpu0.raw"
+    data = bytearray(raw.read_bytes())
+    intact = Capture.load(SAMPLE)
+    spec_ = intact.spec()
+    # A page of cpu0 holding several events, the first a short data event:
+    # its bytes after that event zeroed up to the commit, as a torn copy.
+    for k in range(len(data) // 4096):
+        pg = bytes(data[k * 4096 : (k + 1) * 4096])
+        first, commit = struct.unpack_from("<IQ", pg, 16)[0], struct.unpack_from("<Q", pg, 8)[0]
+        n = len(list(parse_page(pg, 0, spec_)))
+        if 1 <= first & 0x1F <= 28 and n > 3 and not commit >> 30:
+            break
+    else:
+        pytest.fail("no page to tear in the sample")
+    cut = 16 + 4 + (first & 0x1F) * 4
+    data[k * 4096 + cut : k * 4096 + 16 + (commit & 0x7FFFFFF)] = bytes(
+        16 + (commit & 0x7FFFFFF) - cut
+    )
+    raw.write_bytes(bytes(data))
+    damaged = Capture.load(tmp_path / "t")
+
+    before, after = intact.events_in_order(), damaged.events_in_order()
+    assert intact.damage == [] and intact.damage_warning() is None  # negative control
+    assert [(d.cpu, d.page, d.offset) for d in damaged.damage] == [(0, k, cut)]
+    [lost] = [e for e in after if e.name == LOST]
+    assert (lost.cpu, lost.fields) == (0, {"count": -1, "damaged": cut})
+    kept = [e for e in after if e.name != LOST]
+    lost_here = n - 1  # the page's events after its first
+    assert len(kept) == len(before) - lost_here
+    assert all(e in before for e in kept)  # no garbage: every kept event is a real one
+    warning = damaged.damage_warning()
+    assert warning is not None and f"cpu0 page offset {cut}" in warning
+
+    run = Run()
+    explain_breaks(run, damaged)
+    assert any(f"damaged at cpu0 page offset {cut}" in w.detail for w in run.warnings)
+
+
+def test_a_recording_with_no_whole_page_is_unreadable(tmp_path: Path) -> None:
+    shutil.copytree(SAMPLE, tmp_path / "t")
+    for c in (0, 1):
+        raw = tmp_path / "t" / f"cpu{c}.raw"
+        raw.write_bytes(b"\xff" * raw.stat().st_size)  # not ring-buffer pages at all
+    with pytest.raises(RingBufferError, match="no page is whole"):
+        Capture.load(tmp_path / "t").events_in_order()
 
 
 def test_formats_decode_strings_and_numbers() -> None:

@@ -53,6 +53,15 @@ fi
 DUMP_SCRIPT = r"""
 if [ -f /rtbench/trace ]; then
     echo 0 >$T/tracing_on
+    # tracing_on stops new events, not one a writer is already putting in
+    # (a loaded guest's vCPU can be held mid-event for long): a page read
+    # then is torn. Writers are done once no CPU's counts move (at most 10 s).
+    tw=""; tn=0
+    while [ $tn -lt 10 ]; do
+        tc=$(cat $T/per_cpu/cpu*/stats | grep -v ' ts:')  # the counts, not the clocks
+        [ "$tc" = "$tw" ] && break
+        tw=$tc; tn=$((tn + 1)); sleep 1
+    done
     echo "MARKER trace begin clock=$tclock events=$tenabled" >/dev/PORT
     tt=${TRACETMP:-/tmp/trace}
     mkdir -p $tt

@@ -299,7 +299,14 @@ def _explain(
         )
     end = spike.running if spike.running is not None else marker.ts
     spike.contributors = _credit(events, at, cpu, planned, end, spike.woken, comms)
-    if any(e.name == LOST and e.cpu == cpu for e in events[lo:at]):
+    losses = [e for e in events[lo:at] if e.name == LOST and e.cpu == cpu]
+    for e in losses:
+        if "damaged" in e.fields:  # a page cut at damage (ringbuf.read_pages)
+            spike.notes.append(
+                f"the kernel trace was damaged on this CPU in the window (cpu{cpu} page offset "
+                f"{e.fields['damaged']}): the rest of that page is lost, times are partial"
+            )
+    if any("damaged" not in e.fields for e in losses):
         spike.notes.append("the kernel lost events on this CPU in the window: times are partial")
     spike.excerpt = _excerpt(events[lo : at + 1], cpu, tid, planned, comms)
     c = spike.culprit
@@ -542,6 +549,8 @@ def explain_breaks(run: Run, capture: Capture) -> list[Spike]:
     )
     for note in capture.notes:
         run.warnings.append(RunWarning("trace", note))
+    if damage := capture.damage_warning():
+        run.warnings.append(RunWarning("trace", damage))
     model = run.system.preempt + (
         f" ({run.system.preempt_mode})" if run.system.preempt_mode else ""
     )

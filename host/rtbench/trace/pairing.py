@@ -209,7 +209,8 @@ class _Pairer:
 
     def lost(self, e: Event) -> None:
         count = int(e.fields.get("count", -1))
-        self.out.lost += count if count > 0 else 1
+        if "damaged" not in e.fields:  # a damaged page is said by its own warning
+            self.out.lost += count if count > 0 else 1
         for _ in self.stacks.pop(e.cpu, []):
             self.out.unpaired["entry dropped at lost events"] += 1
         self.on_cpu.pop(e.cpu, None)

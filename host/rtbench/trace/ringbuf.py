@@ -51,7 +51,25 @@ LOST = "lost"
 
 
 class RingBufferError(ValueError):
-    """Bytes that are not a ring-buffer page as described."""
+    """Bytes that are not a ring-buffer page as described; `offset`: where
+    in the page the damage is (0: its header)."""
+
+    def __init__(self, message: str, offset: int = 0) -> None:
+        super().__init__(message)
+        self.offset = offset
+
+
+@dataclass(frozen=True)
+class Damage:
+    """A page cut at damage by `read_pages`: what it held after `offset` is lost."""
+
+    cpu: int
+    page: int  # its index in the CPU's recording
+    offset: int  # byte offset in the page where decoding stopped
+    why: str
+
+    def __str__(self) -> str:
+        return f"cpu{self.cpu} page offset {self.offset} (page {self.page}: {self.why})"
 
 
 @dataclass(slots=True)
@@ -99,7 +117,9 @@ def parse_page(page: bytes, cpu: int, spec: Spec) -> Iterator[Event]:
     size = commit & COMMIT_MASK
     end = lay.data_offset + size
     if end > len(page):
-        raise RingBufferError(f"page commit {size} runs past the {len(page)}-byte page")
+        raise RingBufferError(
+            f"page commit {size} runs past the {len(page)}-byte page", lay.commit_offset
+        )
     if commit & MISSED_EVENTS:
         lost = -1
         if commit & MISSED_STORED and end + lay.commit_size <= len(page):
@@ -141,7 +161,7 @@ def parse_page(page: bytes, cpu: int, spec: Spec) -> Iterator[Event]:
         ts += delta
         nxt = data_at + ((length + 3) & ~3)
         if length < 8 or nxt > end:
-            raise RingBufferError(f"cpu{cpu}: an event of {length} bytes at page offset {pos}")
+            raise RingBufferError(f"cpu{cpu}: an event of {length} bytes at page offset {pos}", pos)
         pos = nxt
         etype, pid = head(page, data_at)
         known = decoders.get(etype)
@@ -149,6 +169,29 @@ def parse_page(page: bytes, cpu: int, spec: Spec) -> Iterator[Event]:
             continue  # an event this reader was not asked about
         name, decode = known
         yield Event(ts, cpu, name, pid, decode(page[data_at : data_at + length]))
+
+
+def read_pages(
+    pages: Iterable[bytes], cpu: int, spec: Spec, damaged: list[Damage]
+) -> Iterator[Event]:
+    """The events of a CPU's pages, degraded rather than discarded: a page
+    damaged (torn by a writer still at work when it was copied) is cut at the
+    damage. Its events before the damage are kept, the damage is appended to
+    `damaged`, and a LOST event with `damaged` set stands for the rest of the
+    page, so that pairing forgets what was open on the CPU as for any loss.
+    Nothing after the damage in that page is decoded: no garbage."""
+    last = 0
+    at = struct.Struct((">" if spec.byteorder == "big" else "<") + "Q")
+    for n, page in enumerate(pages):
+        if not last and len(page) >= spec.layout.timestamp_offset + 8:
+            (last,) = at.unpack_from(page, spec.layout.timestamp_offset)  # the page's start
+        try:
+            for e in parse_page(page, cpu, spec):
+                last = e.ts
+                yield e
+        except RingBufferError as err:
+            damaged.append(Damage(cpu, n, err.offset, str(err).removeprefix(f"cpu{cpu}: ")))
+            yield Event(last, cpu, LOST, -1, {"count": -1, "damaged": err.offset})
 
 
 def merge(streams: Iterable[Iterable[Event]]) -> list[Event]:

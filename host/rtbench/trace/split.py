@@ -231,6 +231,8 @@ def _run_warnings(run: Run, capture: Capture, pairing: Pairing) -> None:
         )
     for note in capture.notes:
         run.warnings.append(RunWarning("trace", note))
+    if damage := capture.damage_warning():
+        run.warnings.append(RunWarning("trace", damage))
     # At each end of the trace a CPU may be inside a handler, and a task may
     # be woken and not yet run: a few of those are normal, not worth a word.
     edges = 2 * max(1, len(capture.cpus))

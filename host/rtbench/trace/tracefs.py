@@ -44,7 +44,7 @@ from rtbench.trace.formats import (
     parse_format,
     parse_header_page,
 )
-from rtbench.trace.ringbuf import Event, Spec, merge, parse_page
+from rtbench.trace.ringbuf import Damage, Event, RingBufferError, Spec, merge, read_pages
 
 TRACEFS = Path("/sys/kernel/tracing")
 
@@ -275,6 +275,10 @@ class Capture:
     byteorder: Literal["little", "big"] = "little" if sys.byteorder == "little" else "big"
     overrun: dict[int, int] = field(default_factory=dict)  # per_cpu stats: events lost
     notes: list[str] = field(default_factory=list)
+    # Pages cut at damage by the last decoding (events_in_order): not saved,
+    # found again from the pages by each decoding.
+    damage: list[Damage] = field(default_factory=list)
+    _pages: int = 0  # pages the last decoding read
     _tmp: tempfile.TemporaryDirectory[str] | None = None
 
     def spec(self, fields: Mapping[str, frozenset[str]] | None = None) -> Spec:
@@ -290,16 +294,45 @@ class Capture:
         return Spec(layout, formats, self.byteorder, self.page_size, dict(fields or {}))
 
     def cpu_events(self, cpu: int, spec: Spec) -> Iterator[Event]:
+        """A CPU's events; a damaged page is cut at the damage (`damage`)."""
+        yield from read_pages(self._read_pages(cpu, spec.chunk), cpu, spec, self.damage)
+
+    def _read_pages(self, cpu: int, chunk: int) -> Iterator[bytes]:
         with self.files[cpu].open("rb") as f:
-            while page := f.read(spec.chunk):
-                if len(page) < spec.chunk:
+            while page := f.read(chunk):
+                if len(page) < chunk:
                     break  # a torn tail (a capture cut short): nothing whole in it
-                yield from parse_page(page, cpu, spec)
+                self._pages += 1
+                yield page
 
     def events_in_order(self, fields: Mapping[str, frozenset[str]] | None = None) -> list[Event]:
-        """Every CPU's events merged in time order."""
+        """Every CPU's events merged in time order. A damaged page costs
+        only its events after the damage (`damage` says where); the trace
+        is unreadable (RingBufferError) only when no page is whole."""
         spec = self.spec(fields)
-        return merge(self.cpu_events(cpu, spec) for cpu in self.cpus if cpu in self.files)
+        self.damage, self._pages = [], 0
+        events = merge(self.cpu_events(cpu, spec) for cpu in self.cpus if cpu in self.files)
+        if self.damage and len(self.damage) == self._pages:
+            raise RingBufferError(f"no page is whole; the first damage: {self.damage[0]}")
+        return events
+
+    def damage_warning(self) -> str | None:
+        """What the last decoding had to cut, for the run's warnings."""
+        if not self.damage:
+            return None
+        more = len(self.damage) - 1
+        return (
+            f"the kernel trace was damaged at {self.damage[0]}"
+            + (
+                f" and on {more} more page(s): " + ", ".join(map(str, self.damage[1:6]))
+                if more
+                else ""
+            )
+            + (" ..." if more > 5 else "")
+            + ": each damaged page was cut there, the events after the damage in it are lost "
+            "and left out, the events before it are kept (a page copied while a writer was "
+            "still at work, or damaged on its way)"
+        )
 
     @property
     def bytes_recorded(self) -> int:
@@ -648,6 +681,7 @@ class Recorder:
         drainer = self._drainer
         assert drainer is not None
         drainer.stop()
+        _writers_done([d / "per_cpu" / f"cpu{cpu}" / "stats" for cpu in self._fds])
         notes: list[str] = []
         if drainer.error is not None:
             notes.append(f"draining the trace buffer failed: {drainer.error}")
@@ -734,6 +768,20 @@ def _rmdir_instance(path: Path) -> None:
                 raise
             time.sleep(0.05)
     path.rmdir()
+
+
+def _writers_done(stats: list[Path], timeout: float = 2.0) -> None:
+    """Waits for the writers that were inside an event when tracing went off:
+    tracing_on stops new events only, and a page read before such a writer
+    finishes is torn. Done once no CPU's counts move between two looks."""
+    seen = [_read_stats(p) for p in stats]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = [_read_stats(p) for p in stats]
+        if now == seen:
+            return
+        seen = now
 
 
 def _read_stats(path: Path) -> dict[str, int]:
