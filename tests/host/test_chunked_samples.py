@@ -88,3 +88,39 @@ def test_a_long_stored_series_is_read_a_chunk_at_a_time(
         store.delete(run_id)
     with pytest.raises(StoreError, match="0 of its"):
         data.array()
+
+
+@pytest.mark.parametrize("kind", ["int64 range", "few values", "latency", "spikes"])
+def test_chunkwise_figures_are_the_whole_arrays(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exact ranks, argmax, windows, block maxima and the min/max envelope
+    of uneven chunks are numpy's on the whole array (gathering only small
+    value ranges, so that the counting passes run too)."""
+    from rtbench.analysis import chunkwise as cw
+    from rtbench.analysis.evt import block_maxima
+    from rtbench.reports.charts import downsample_minmax
+
+    monkeypatch.setattr(cw, "GATHER", 1000)
+    rng = np.random.default_rng(len(kind))
+    for _ in range(5):
+        n = int(rng.integers(300, 40_000))
+        if kind == "int64 range":
+            v = rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64, endpoint=True)
+        elif kind == "few values":
+            v = rng.integers(0, 5, n).astype(np.int64)
+        elif kind == "latency":
+            v = (1000 + rng.gamma(2, 60, n)).astype(np.int64)
+        else:
+            v = np.full(n, 7, np.int64)
+            v[[0, int(rng.integers(1, n))]] = [-(2**63), 2**63 - 1]
+        sizes = rng.integers(0, 5000, 40).tolist()
+        data = Uneven(v, [*sizes, n])
+        ranks = sorted({0, n - 1, n // 2, int(n * 0.99), int(rng.integers(0, n))})
+        ordered = np.sort(v)
+        assert cw.select(data, ranks) == {k: int(ordered[k]) for k in ranks}
+        assert cw.argmax(data) == int(np.argmax(v))
+        for size in (7, 4096):
+            assert np.array_equal(np.concatenate([w.copy() for w in cw.windows(data, size)]), v)
+        got, want = cw.minmax_envelope(data, 240), downsample_minmax(v, 240)
+        assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+        block = max(1, n // 37)
+        assert np.array_equal(cw.block_maxima(data, block), block_maxima(v, block))

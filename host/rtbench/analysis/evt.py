@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from rtbench.analysis import chunkwise
 from rtbench.analysis.evt_fit import (
     gev_cdf,
     gev_isf,
@@ -31,6 +32,7 @@ from rtbench.analysis.evt_fit import (
     ks_statistic,
     nelder_mead,
 )
+from rtbench.model import ArraySamples, ChunkedSamples
 
 DEFAULT_PROBABILITIES = (1e-6, 1e-9)
 MIN_BLOCK = 100  # samples per block at least: a block max must be a tail value
@@ -135,19 +137,25 @@ def _invalid(verdict: str, block: int, nb: int, p: float | None = None) -> EvtRe
 
 
 def worst_case(
-    samples: npt.ArrayLike,
+    samples: npt.ArrayLike | ChunkedSamples,
     probabilities: Sequence[float] = DEFAULT_PROBABILITIES,
     block_size: int | None = None,
 ) -> EvtResult:
-    """Latency estimates at the given per-sample exceedance probabilities."""
-    values = np.asarray(samples)
+    """Latency estimates at the given per-sample exceedance probabilities
+    (a long stored series' block maxima are taken a chunk at a time)."""
+    values = samples if isinstance(samples, ChunkedSamples) else np.asarray(samples)
     block = block_size or default_block_size(len(values))
     nb = len(values) // block if block > 0 else 0
     if block < 1 or nb < MIN_BLOCKS:
         return _invalid(
             f"{nb} block(s) of {block} samples, at least {MIN_BLOCKS} are needed", block, nb
         )
-    maxima = block_maxima(values, block)
+    if isinstance(values, ArraySamples):
+        values = values.values
+    if isinstance(values, ChunkedSamples):
+        maxima = chunkwise.block_maxima(values, block)
+    else:
+        maxima = block_maxima(values, block)
     mean, sd = float(maxima.mean()), float(maxima.std())
     if sd == 0:
         return _invalid("every block maximum is the same value", block, nb)

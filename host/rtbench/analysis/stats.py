@@ -29,9 +29,18 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from rtbench.analysis.chunkwise import select, windows
 from rtbench.analysis.stored import usable_hist
 from rtbench.catalogue import Table, sigma3_cases
-from rtbench.model import Histogram, Int64Array, Run, Series
+from rtbench.model import (
+    ArraySamples,
+    ChunkedSamples,
+    Histogram,
+    Int64Array,
+    Run,
+    Series,
+    as_chunked,
+)
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 # Names of the indicators a criteria file, a comparison or an export uses.
@@ -100,7 +109,7 @@ def _opt_float(v: int | None) -> float | None:
 
 
 def has_all_samples(s: Series) -> bool:
-    return s.samples is not None and len(s.samples) == s.n and s.n > 0
+    return s.n_kept == s.n and s.n > 0
 
 
 def sigma3_filter(values: Int64Array) -> Int64Array:
@@ -114,30 +123,40 @@ def sigma3_filter(values: Int64Array) -> Int64Array:
     return kept
 
 
-def sample_moments(values: Int64Array, mean: float | None = None) -> tuple[float, float]:
+def sample_moments(
+    values: Int64Array | ChunkedSamples, mean: float | None = None
+) -> tuple[float, float]:
     """(mean, population standard deviation), in slices (bounded memory).
     `mean`, when the caller knows it exactly (the summary's sum / n), saves
     a pass over the samples."""
-    n = len(values)
+    data = as_chunked(values)
+    n = len(data)
     if n == 0:
         return math.nan, math.nan
     if mean is None:
         total = 0.0
-        for start in range(0, n, _SLICE):
-            total += float(values[start : start + _SLICE].sum(dtype=np.float64))
+        for part in windows(data, _SLICE):
+            total += float(part.sum(dtype=np.float64))
         mean = total / n
     mu = mean
     ss = 0.0
-    for start in range(0, n, _SLICE):
-        d = values[start : start + _SLICE].astype(np.float64)
+    for part in windows(data, _SLICE):
+        d = part.astype(np.float64)
         d -= mu  # in place: one slice of float64 temporaries, not two
         ss += float(np.dot(d, d))
         del d  # before the next slice's is made, not after
     return mu, math.sqrt(ss / n)
 
 
-def sample_percentiles(values: Int64Array, qs: tuple[float, ...] = PERCENTILES) -> list[float]:
-    """Nearest-rank percentiles of raw samples (one partial sort for all)."""
+def sample_percentiles(
+    values: Int64Array | ChunkedSamples, qs: tuple[float, ...] = PERCENTILES
+) -> list[float]:
+    """Nearest-rank percentiles of raw samples (one partial sort for all an
+    array's; a few passes over a long series' chunks: `chunkwise.select`)."""
+    if isinstance(values, ChunkedSamples):
+        n = len(values)
+        got = select(values, [_rank(q, n) - 1 for q in qs])
+        return [float(got[_rank(q, n) - 1]) for q in qs]
     n = len(values)
     ranks = sorted({_rank(q, n) - 1 for q in qs})
     part = np.partition(values, ranks)
@@ -301,27 +320,29 @@ def series_stats(s: Series, sigma3: bool = False) -> Stats:
 
 
 def _from_samples(s: Series, sigma3: bool) -> Stats:
-    assert s.samples is not None
-    v = s.samples
-    mu, sd = sample_moments(v, s.mean)
-    hist = usable_hist(s)
-    guided = guided_percentiles(v, hist) if hist is not None else None
-    values = guided if guided is not None else sample_percentiles(v)
+    data = s.chunked
+    assert data is not None
+    mu, sd = sample_moments(data, s.mean)
+    if isinstance(data, ArraySamples):
+        hist = usable_hist(s)
+        guided = guided_percentiles(data.values, hist) if hist is not None else None
+        values = guided if guided is not None else sample_percentiles(data.values)
+    else:  # a long stored series: exact, a chunk at a time (the same figures)
+        values = sample_percentiles(data)
     pct = dict(zip(PERCENTILES, values, strict=True))
     exact = {q: (x, x) for q, x in pct.items()}
     st = Stats(s.n, s.min, s.max, s.mean, sd, pct, bounded=False, pct_range=exact)
-    if sigma3 and len(v) >= 3:
-        st.filtered_max, st.filtered_out = _sigma3_max(v, mu, sd)
+    if sigma3 and len(data) >= 3:
+        st.filtered_max, st.filtered_out = _sigma3_max(data, mu, sd)
     return st
 
 
-def _sigma3_max(v: Int64Array, mu: float, sd: float) -> tuple[float | None, int]:
-    """(max, count dropped) under the 3-sigma filter, slice by slice."""
+def _sigma3_max(v: ChunkedSamples, mu: float, sd: float) -> tuple[float | None, int]:
+    """(max, count dropped) under the 3-sigma filter, chunk by chunk."""
     lo, hi = mu - 3 * sd, mu + 3 * sd
     best: float | None = None
     kept = 0
-    for start in range(0, len(v), _SLICE):
-        part = v[start : start + _SLICE]
+    for part in v.chunks():
         inside = part[(part >= lo) & (part <= hi)]
         kept += len(inside)
         if len(inside):

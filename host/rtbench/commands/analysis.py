@@ -203,9 +203,9 @@ def _evt(run: Run) -> Tabular:
     rows = []
     for c in run.cases:
         for s in c.series:
-            if not (s.traits.evt and has_all_samples(s)) or s.samples is None:
+            if not (s.traits.evt and has_all_samples(s)) or s.chunked is None:
                 continue
-            r = worst_case(s.samples, DEFAULT_PROBABILITIES)
+            r = worst_case(s.chunked, DEFAULT_PROBABILITIES)
             row: Row = {"case": c.case, "series": s.label, "unit": s.unit, "verdict": r.verdict}
             for p in DEFAULT_PROBABILITIES:
                 row[f"p={p:g}"] = r.estimates.get(p) if r.valid else None

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from rtbench.analysis.chunkwise import minmax_envelope, value_range
 from rtbench.analysis.stored import usable_hist
-from rtbench.model import Int64Array, Series
+from rtbench.model import ArraySamples, ChunkedSamples, Int64Array, Series
 from rtbench.reports.svgchart import Axis, Chart, axis_for
 
 FloatArray = npt.NDArray[np.float64]
@@ -48,16 +49,20 @@ def hist_bars(s: Series) -> list[Bar]:
     hist = usable_hist(s)
     if hist is not None and hist.n:
         return [Bar(*hist.bucket_bounds(i), c) for i, c in hist.counts if c]
-    if s.samples is not None and len(s.samples):
-        return _sample_bars(s.samples)
+    if s.chunked is not None and len(s.chunked):
+        return _sample_bars(s.chunked)
     return []
 
 
-def _sample_bars(values: Int64Array) -> list[Bar]:
-    lo, hi = int(values.min()), int(values.max())
+def _sample_bars(values: ChunkedSamples) -> list[Bar]:
+    found = value_range(values)
+    assert found is not None
+    lo, hi = found
     log = lo > 0 and hi > lo  # log-spaced bins need positive values
     edges = np.geomspace(lo, hi + 1, 65) if log else np.linspace(lo, hi + 1, 65)
-    counts, edges = np.histogram(values, bins=edges)
+    counts = np.zeros(len(edges) - 1, dtype=np.int64)
+    for chunk in values.chunks():  # whole counts: the same summed by chunk
+        counts += np.histogram(chunk, bins=edges)[0]
     return [Bar(float(edges[i]), float(edges[i + 1]), int(c)) for i, c in enumerate(counts) if c]
 
 
@@ -175,11 +180,16 @@ def group_svg(case: str, name: str, group: Sequence[Series]) -> str | None:
 
 def timeseries_svg(s: Series, max_points: int = MAX_POINTS) -> str | None:
     """Each sample against its index; min/max bands when there are many."""
-    if s.samples is None or len(s.samples) < 2:
+    data = s.chunked
+    if data is None or len(data) < 2:
         return None
+    n = len(data)
     div, unit = unit_scale(s.unit)
-    x, lo, hi = downsample_minmax(s.samples, max_points)
-    per = len(s.samples) / len(x)
+    if isinstance(data, ArraySamples) or n <= max_points:
+        x, lo, hi = downsample_minmax(data.array(), max_points)
+    else:  # a long stored series: the same envelope, a chunk at a time
+        x, lo, hi = minmax_envelope(data, max_points)
+    per = n / len(x)
     note = "" if per == 1 else f" (band: min to max of each {per:.0f} samples)"
     chart = Chart(
         f"{s.case} {s.label} over time",
@@ -191,10 +201,10 @@ def timeseries_svg(s: Series, max_points: int = MAX_POINTS) -> str | None:
     low, high = float(lo.min()) / div, float(hi.max()) / div
     log = low > 0 and high / low > 50
     chart.set_axes(
-        axis_for(0.0, float(len(s.samples) - 1), log=False, margin=0.02),
+        axis_for(0.0, float(n - 1), log=False, margin=0.02),
         axis_for(low, high, log=log, margin=0.05),
     )
-    if len(x) == len(s.samples):
+    if len(x) == n:
         chart.line(x, hi / div, COLORS[0], width=0.6)
     else:
         chart.band(x, lo / div, hi / div, COLORS[0])

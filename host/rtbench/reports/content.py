@@ -198,8 +198,8 @@ def _series_view(
     st = case_stats(s, catalogue.run_table(run))
     evt = None
     if s.traits.evt and has_all_samples(s):
-        assert s.samples is not None
-        evt = worst_case(s.samples, EVT_PROBABILITIES)
+        assert s.chunked is not None
+        evt = worst_case(s.chunked, EVT_PROBABILITIES)
     view = SeriesView(
         series=s,
         stats=st,
@@ -263,7 +263,7 @@ def _case_view(
         checks=list(c.checks),
         warnings=_unique(c.warnings),
         references=case_references(c, jitter_shown=bool(jitter)),
-        histogram_only=any(s.samples is None and s.n for s in c.series),
+        histogram_only=any(s.chunked is None and s.n for s in c.series),
     )
     sources = {r.dataset: f"{r.source} ({r.hardware})" for r in view.references}
     view.sources = sorted(sources.items())

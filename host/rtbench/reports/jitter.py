@@ -62,8 +62,11 @@ def category(ns: npt.ArrayLike) -> npt.NDArray[np.intp]:
 def _counts(s: Series) -> tuple[list[int], int, bool] | None:
     """(count per category, values outside the histogram, exact?)."""
     if has_all_samples(s):
-        assert s.samples is not None
-        return [int(c) for c in np.bincount(category(s.samples), minlength=len(_LABELS))], 0, True
+        assert s.chunked is not None
+        total = np.zeros(len(_LABELS), dtype=np.int64)
+        for chunk in s.chunked.chunks():
+            total += np.bincount(category(chunk), minlength=len(_LABELS))
+        return [int(c) for c in total], 0, True
     h = usable_hist(s)
     if h is None or not h.n:
         return None

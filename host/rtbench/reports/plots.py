@@ -57,10 +57,12 @@ def _edges(lines: Sequence[Line]) -> FloatArray:
 def _counts(s: Series, edges: FloatArray) -> FloatArray:
     """The series' values counted on `edges`: exact from raw samples, else
     each histogram bucket at its (geometric) middle."""
-    if s.samples is not None and len(s.samples) == s.n and s.n:
-        values = np.clip(s.samples.astype(np.float64), edges[0], edges[-1])
-        counts, _ = np.histogram(values, bins=edges)
-        return counts.astype(np.float64)
+    if s.chunked is not None and len(s.chunked) == s.n and s.n:
+        total = np.zeros(len(edges) - 1, dtype=np.int64)
+        for chunk in s.chunked.chunks():  # whole counts: the same summed by chunk
+            values = np.clip(chunk.astype(np.float64), edges[0], edges[-1])
+            total += np.histogram(values, bins=edges)[0]
+        return total.astype(np.float64)
     out = np.zeros(len(edges) - 1, dtype=np.float64)
     for b in hist_bars(s):
         mid = float(np.sqrt(max(b.lo, 1.0) * max(b.hi, 1.0)))

@@ -16,9 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-import numpy as np
-
 from rtbench import catalogue
+from rtbench.analysis.chunkwise import argmax
 from rtbench.analysis.compare import UNSTABLE_MAX_P99, instability
 from rtbench.analysis.stats import Stats, case_stats, has_all_samples
 from rtbench.model import Run, Series
@@ -72,7 +71,6 @@ class Summary:
     verdict: Verdict | None = None
 
 
-
 def _line(s: Series, st: Stats) -> plots.Line:
     return plots.Line(
         label=f"{s.case} {s.label}",
@@ -96,8 +94,8 @@ def _spike(latencies: list[tuple[Series, Stats]]) -> Spike | None:
         if found is None or s.max > found.max:
             # A position among every sample only when every sample was kept
             # (a soak run keeps a ring of the last ones).
-            kept = s.samples if has_all_samples(s) else None
-            index = int(np.argmax(kept)) if kept is not None else None
+            kept = s.chunked if has_all_samples(s) else None
+            index = argmax(kept) if kept is not None else None
             found = Spike(s, float(s.max), float(p99), index)
     return found
 
