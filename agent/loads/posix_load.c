@@ -198,6 +198,19 @@ int rtb_load_stop(rtb_load *l, rtb_time deadline, rtb_load_stats *st)
     return rc;
 }
 
+/* Why rtb_thread_create failed, in words (the port maps errno to these). */
+static const char *create_error(int rc)
+{
+    switch (rc) {
+    case RTB_EAGAIN: return "EAGAIN: the OS's thread or process limit";
+    case RTB_ENOMEM: return "ENOMEM: no memory for the thread or its stack";
+    case RTB_EPERM: return "EPERM: its scheduling policy or CPU is not permitted";
+    case RTB_EINVAL: return "EINVAL: its attributes are refused (priority, CPU, stack)";
+    case RTB_ENOTSUP: return "not supported";
+    default: return "the OS refused";
+    }
+}
+
 int rtb_load_begin(rtb_load **out, const rtb_load_spec *spec, const rtb_load_place *place,
                    char *err, size_t errcap)
 {
@@ -240,9 +253,10 @@ int rtb_load_begin(rtb_load **out, const rtb_load_spec *spec, const rtb_load_pla
         *w = (load_worker){.load = l, .id = l->started,
                            .cpu = place->ncpus ? place->cpus[l->started % place->ncpus] : -1};
         rtb_thread_attr a = attr_of(l, name, w->cpu);
-        if (rtb_thread_create(&w->th, &a, entry, w) != RTB_OK) {
-            snprintf(err, errcap, "load %s: only %d of %d threads could be created", k->name,
-                     l->started, n);
+        int rc = rtb_thread_create(&w->th, &a, entry, w);
+        if (rc != RTB_OK) {
+            snprintf(err, errcap, "load %s: only %d of %d threads could be created (%s)",
+                     k->name, l->started, n, create_error(rc));
             rtb_load_stop(l, rtb_clock_now() + 5000000000LL, NULL);
             return RTB_ENOMEM;
         }
