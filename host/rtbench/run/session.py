@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import BinaryIO
 
 from rtbench.model import Run, StreamIssue
-from rtbench.stream import Record, StreamParser, UnsupportedStreamVersion, assemble, limits
+from rtbench.stream import Assembler, Record, StreamParser, UnsupportedStreamVersion, limits
 from rtbench.transports import Transport, TransportError
 
 # Before the first case begins the agent calibrates its clocks (~0.2 s);
@@ -49,7 +49,11 @@ def collect(
     further; `skip` drops lines that are no part of the stream (a journal's
     own); `why_stopped` words a KeyboardInterrupt (Ctrl-C, SIGTERM), which
     only the reading of lines inside `armed()` lets in (`measure.StopSignals`)."""
-    parser = StreamParser()
+    # Each record goes to the assembler as it arrives: samples flow on into
+    # a spill file a chunk at a time, so memory stays bounded however long
+    # the run (the journal holds the raw stream meanwhile).
+    parser = StreamParser(keep=False)
+    assembler = Assembler()
     progress = StreamProgress()
     started = datetime.now(UTC).isoformat(timespec="seconds")
     failure: StreamIssue | None = None
@@ -61,13 +65,16 @@ def collect(
         started_agent = True
         transport.idle_timeout = START_TIMEOUT_S
         with armed():
-            _read(transport, transport.lines(), parser, progress, on_record, raw_sink, tee, skip)
+            _read(
+                transport, transport.lines(), parser, assembler, progress, on_record, raw_sink,
+                tee, skip,
+            )  # fmt: skip
     except TransportError as e:
         if not started_agent:
             raise  # (the agent never ran; `finally` still cleans up)
         failure = StreamIssue("truncated", str(e))
     except UnsupportedStreamVersion as e:
-        if not parser.records:
+        if not parser.accepted:
             raise  # nothing this host can read arrived
         # A newer format mid-run: nothing after it can be trusted to mean what
         # this host thinks, so the collection ends; every record before it is
@@ -82,12 +89,12 @@ def collect(
     finally:
         status = transport.stop()
     if interrupted:
-        _read_remaining(transport, parser, progress, raw_sink, tee, skip)
+        _read_remaining(transport, parser, assembler, progress, raw_sink, tee, skip)
     parser.finish()
-    if status == 2 and not parser.records:
+    if status == 2 and not parser.accepted:
         # The agent refused its arguments before measuring anything.
         raise TransportError(transport.diagnostics() or "the agent refused its arguments")
-    run = assemble(parser.records, parser.issues, parser.log)
+    run = assembler.result(parser.issues, parser.log)
     cut = _cut_lines(transport)
     if cut:
         run.issues.append(
@@ -120,6 +127,7 @@ def _read(
     transport: Transport,
     lines: Iterable[bytes],
     parser: StreamParser,
+    assembler: Assembler,
     progress: StreamProgress,
     on_record: Callable[[Record, StreamProgress], None] | None,
     raw_sink: BinaryIO | None,
@@ -144,6 +152,7 @@ def _read(
         budget.spend(raw, rec, progress.records == 0)
         if rec is None:
             continue
+        assembler.add(rec)
         progress.records += 1
         if rec.kind == "begin":
             progress.case = str(rec.body.get("case", ""))
@@ -159,6 +168,7 @@ def _read(
 def _read_remaining(
     transport: Transport,
     parser: StreamParser,
+    assembler: Assembler,
     progress: StreamProgress,
     raw_sink: BinaryIO | None,
     tee: Callable[[bytes, Record | None], None] | None,
@@ -172,7 +182,7 @@ def _read_remaining(
         return
     # A second Ctrl-C, or the stream itself says stop: what was read is kept.
     with suppress(KeyboardInterrupt, UnsupportedStreamVersion, TransportError):
-        _read(transport, remaining(), parser, progress, None, raw_sink, tee, skip)
+        _read(transport, remaining(), parser, assembler, progress, None, raw_sink, tee, skip)
 
 
 def _cut_lines(transport: Transport) -> int:

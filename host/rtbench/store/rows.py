@@ -5,10 +5,8 @@ whatever the number of cases."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, cast
-
-import numpy as np
 
 from rtbench.model import (
     CaseResult,
@@ -34,6 +32,7 @@ from rtbench.store.codec import (
     to_int,
     to_json,
 )
+from rtbench.store.spill import SpilledSamples
 from rtbench.store.stored_samples import EAGER_SAMPLES, StoredSamples, read_whole
 
 _RUN_OUTCOMES = ("passed", "failed", "error", "skipped")
@@ -153,9 +152,9 @@ def _insert_chunks(db: Backend, run_id: int, run: Run) -> None:
     size = 0
     for case_pos, case in enumerate(run.cases):
         for pos, s in enumerate(case.series):
-            if s.samples is None:
+            if s.chunked is None:
                 continue
-            for seq, (count, blob) in enumerate(encode_chunks(s.samples)):
+            for seq, (count, blob) in enumerate(_encoded(s.chunked)):
                 batch.append((run_id, case_pos, pos, seq, count, SAMPLES_ENCODING, blob))
                 size += len(blob)
                 if size >= _BATCH_BYTES:
@@ -165,9 +164,19 @@ def _insert_chunks(db: Backend, run_id: int, run: Run) -> None:
         db.run_many(sql, batch)
 
 
+def _encoded(samples: ChunkedSamples) -> Iterator[tuple[int, bytes]]:
+    """(count, blob) of each chunk to store, never the series whole: the
+    chunks spilled while the run came in are copied as they are."""
+    if isinstance(samples, SpilledSamples):
+        yield from samples.encoded()
+        return
+    for chunk in samples.chunks():
+        yield from encode_chunks(chunk)
+
+
 def _series_values(run_id: int, case_pos: int, pos: int, s: Series) -> tuple[Any, ...]:
     what = f"series {s.case}/{s.label}"
-    n_samples = None if s.samples is None else int(np.asarray(s.samples).size)
+    n_samples = None if s.chunked is None else len(s.chunked)
     return (
         run_id,
         case_pos,

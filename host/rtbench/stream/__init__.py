@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from rtbench.model import Run
-from rtbench.stream.assemble import assemble
+from rtbench.stream.assemble import Assembler, assemble
 from rtbench.stream.codec import CodecError, crc32, decode_chunks, decode_zzd, encode_zzd
 from rtbench.stream.parser import (
     ParseResult,
@@ -26,12 +26,20 @@ from rtbench.stream.writer import StreamWriter, default_hello, record_line
 
 
 def load_run(path: str | os.PathLike[str]) -> Run:
-    """Parse a saved stream file and assemble it into a Run."""
-    result = parse_file(path)
-    return assemble(result.records, result.issues, result.log)
+    """Parse a saved stream file and assemble it into a Run, the samples a
+    chunk at a time as they come (bounded memory)."""
+    parser, assembler = StreamParser(keep=False), Assembler()
+    with open(path, "rb", buffering=1 << 20) as f:
+        for line in f:
+            record = parser.feed(line)
+            if record is not None:
+                assembler.add(record)
+    result = parser.finish()
+    return assembler.result(result.issues, result.log)
 
 
 __all__ = [
+    "Assembler",
     "CodecError",
     "ParseResult",
     "Record",

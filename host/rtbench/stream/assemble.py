@@ -23,7 +23,6 @@ Policy for records that passed the CRC but do not make sense:
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
@@ -43,6 +42,7 @@ from rtbench.model import (
     Warning,
     point_key,
 )
+from rtbench.store.spill import Spill, SpilledSamples
 from rtbench.stream.codec import CodecError, decode_chunks
 from rtbench.stream.parser import IssueKind, Record
 from rtbench.stream.schema import check_record
@@ -72,13 +72,117 @@ class _Chunk:
     offset: int
     count: int
     data: str
+    order: int  # its place among the run's records (seq, or arrival)
     line: int
+
+
+# Samples decoded in one call: about a stored chunk's worth of records.
+_BATCH_SAMPLES = 1 << 17
+
+
+class _Samples:
+    """One series' samples chunks, taken as they arrive (the run's length
+    never stays in memory): decoded a batch at a time and placed at once
+    into a `Spill` while they come in offset order, as every intact stream
+    sends them. The result is what placing every chunk after the stream
+    ended gives (sorted by offset, then record order; a chunk that does
+    not decode or overlaps samples already placed left out): a series
+    whose chunks came out of order is placed again from its parts then."""
+
+    def __init__(self, spill: Spill, label: str, issue: Callable[..., None]) -> None:
+        self.label = label
+        self.issue = issue
+        self.out = spill.series()
+        self.end_max = 0  # end of the furthest chunk, placed or not
+        self.last: tuple[int, int] | None = None  # (offset, order) of the latest
+        self.disordered = False
+        self.batch: list[_Chunk] = []
+        self.batch_samples = 0
+        self.end = 0  # end of the samples placed
+        self.placed: list[tuple[int, int, int, int]] = []  # offset, order, line, count
+        # Decoded chunks not placed (overlapping, or after the order broke)
+        # and, while in order, the overlap each is reported with.
+        self.aside: list[tuple[int, int, int, Int64Array]] = []
+        self.overlaps: list[tuple[int, int, int]] = []  # line, offset, end then
+
+    def add(self, chunk: _Chunk) -> None:
+        self.end_max = max(self.end_max, chunk.offset + chunk.count)
+        key = (chunk.offset, chunk.order)
+        if self.last is not None and key < self.last:
+            self.disordered = True
+        self.last = key if self.last is None else max(self.last, key)
+        self.batch.append(chunk)
+        self.batch_samples += chunk.count
+        if self.batch_samples >= _BATCH_SAMPLES:
+            self.place_batch()
+
+    def where(self, c: _Chunk | int) -> str:
+        offset = c if isinstance(c, int) else c.offset
+        return f"samples record: {self.label}: chunk at offset {offset}"
+
+    def place_batch(self) -> None:
+        batch, self.batch, self.batch_samples = self.batch, [], 0
+        decoded: list[Int64Array | None] = []
+        try:
+            values = decode_chunks([(c.data, c.count) for c in batch])
+            at = 0
+            for c in batch:
+                decoded.append(values[at : at + c.count])
+                at += c.count
+        except CodecError:
+            decoded = []
+            for c in batch:
+                try:
+                    decoded.append(decode_chunks([(c.data, c.count)]))
+                except CodecError as e:
+                    self.issue("damaged", f"{self.where(c)} does not decode: {e.reason}", c.line)
+                    decoded.append(None)
+        for c, v in zip(batch, decoded, strict=True):
+            if v is None:
+                continue
+            if self.disordered or c.offset < self.end:
+                if not self.disordered:
+                    self.overlaps.append((c.line, c.offset, self.end))
+                self.aside.append((c.offset, c.order, c.line, v))
+                continue
+            self.out.append(v)
+            self.placed.append((c.offset, c.order, c.line, c.count))
+            self.end = c.offset + c.count
+
+    def result(self) -> Int64Array | SpilledSamples:
+        self.place_batch()
+        if not self.disordered:
+            for line, offset, end in self.overlaps:
+                self.issue(
+                    "damaged", f"{self.where(offset)} overlaps samples up to {end}; ignored", line
+                )
+            return self.out.result()
+        # Out of order: every decoded chunk again, in the order of offsets
+        # (rare: a transport that swapped lines; held whole to re-place).
+        done = self.out.result()
+        values = done.array() if isinstance(done, SpilledSamples) else done
+        parts: list[tuple[int, int, int, Int64Array]] = []
+        at = 0
+        for offset, order, line, count in self.placed:
+            parts.append((offset, order, line, values[at : at + count]))
+            at += count
+        parts += self.aside
+        parts.sort(key=lambda p: (p[0], p[1]))
+        kept, end = [], 0
+        for offset, _, line, v in parts:
+            if offset < end:
+                self.issue(
+                    "damaged", f"{self.where(offset)} overlaps samples up to {end}; ignored", line
+                )
+                continue
+            kept.append(v)
+            end = offset + v.size
+        return np.concatenate(kept) if kept else np.empty(0, dtype=np.int64)
 
 
 @dataclass
 class _SeriesBuilder:
     series: Series
-    chunks: list[_Chunk] = field(default_factory=list)
     has_summary: bool = False
 
 
@@ -90,13 +194,35 @@ class _CaseBuilder:
     ended: bool = False
 
 
-class _Assembler:
-    def __init__(self) -> None:
+class Assembler:
+    """Builds a Run from records handed over one at a time (`add`), as the
+    parser accepts them, then `finish`.
+
+    Samples chunks go into a `Spill` as they arrive, so a run of any length
+    is taken in with bounded memory. The other records are few and kept:
+    `finish` builds the run from them in the order of the records
+    (`by_seq`: the order of their sequence numbers, the parser's order
+    once it put swapped lines back; else the order they were added in),
+    with a samples record standing only where its series or case first
+    and last appears, so the run is the one built from every record in
+    that order.
+    """
+
+    def __init__(self, by_seq: bool = True) -> None:
         self.run = Run()
         self.issues: list[StreamIssue] = []
         self.cases: dict[str, _CaseBuilder] = {}
         self.last_case: str | None = None  # case of the latest case record
         self.line = 0  # line of the record being handled
+        self.by_seq = by_seq
+        self.added = 0
+        self.kept: list[tuple[int, Record]] = []  # (order, record) replayed by finish
+        self.spill = Spill()
+        # Per series (case, name, point key): its samples, and its first
+        # samples record (without the data) if it has one.
+        self.samples_of: dict[tuple[str, str, str], _Samples] = {}
+        self.first_of: dict[tuple[str, str, str], tuple[int, Record]] = {}
+        self.latest: tuple[int, Record] | None = None  # the latest samples record
         self.handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "hello": self.hello,
             "begin": self.begin,
@@ -116,8 +242,9 @@ class _Assembler:
 
     def add(self, record: Record) -> None:
         self.line = record.line
-        handler = self.handlers.get(record.kind)
-        if handler is None:
+        order = record.seq if self.by_seq else self.added
+        self.added += 1
+        if record.kind not in self.handlers:
             self.issue("version", f"unknown record kind {record.kind!r} ignored (newer agent?)")
             return
         if not record.checked:
@@ -125,7 +252,26 @@ class _Assembler:
             if problem is not None:
                 self.issue(problem[0], f"{record.kind} record: {problem[1]}")
                 return
-        handler(record.body)
+        if record.kind == "samples":
+            self.take_samples(order, record)
+        elif record.kind != "progress":  # (nothing in it is kept)
+            self.kept.append((order, record))
+
+    def take_samples(self, order: int, record: Record) -> None:
+        body = record.body
+        name, pk = body["series"], point_key(_point(body))
+        key = (body["case"], name, pk)
+        sink = self.samples_of.get(key)
+        if sink is None:
+            label = f"{name}[{pk}]" if pk else name
+            sink = self.samples_of[key] = _Samples(self.spill, label, self.issue)
+        sink.add(_Chunk(body["offset"], body["count"], body["data"], order, record.line))
+        # What builds the series and its case, without the data.
+        first = self.first_of.get(key)
+        if first is None or order < first[0]:
+            self.first_of[key] = (order, _stub(record))
+        if self.latest is None or order > self.latest[0]:
+            self.latest = (order, _stub(record))
 
     def case(self, body: dict[str, Any]) -> _CaseBuilder:
         case_id: str = body["case"]
@@ -166,8 +312,7 @@ class _Assembler:
         case.result.title, case.result.params = title, params
 
     def samples(self, body: dict[str, Any]) -> None:
-        chunk = _Chunk(body["offset"], body["count"], body["data"], self.line)
-        self.series(body).chunks.append(chunk)
+        self.series(body)  # (its data went to `samples_of` as it arrived)
 
     def hist(self, body: dict[str, Any]) -> None:
         hist = Histogram(
@@ -250,62 +395,50 @@ class _Assembler:
         self.last_case = None  # every case was over when the agent said bye
 
     def finish(self) -> None:
+        replay = [*self.kept, *self.first_of.values()]
+        if self.latest is not None:
+            replay.append(self.latest)
+        replay.sort(key=lambda p: p[0])
+        seen: set[int] = set()
+        for order, record in replay:
+            if order not in seen:  # the latest samples record may be a first too
+                seen.add(order)
+                self.line = record.line
+                self.handlers[record.kind](record.body)
         for builder in self.cases.values():
             result = builder.result
             if not builder.ended:
                 result.outcome = "error"
                 result.reason = ENDED_INSIDE if result.case == self.last_case else END_LOST
             for sb in builder.series.values():
-                self.place_samples(sb)
+                self.place_samples(result.case, sb)
                 result.series.append(sb.series)
             self.run.cases.append(result)
 
-    def place_samples(self, builder: _SeriesBuilder) -> None:
-        if not builder.chunks:
-            return
+    def place_samples(self, case: str, builder: _SeriesBuilder) -> None:
         series = builder.series
-        chunks = sorted(builder.chunks, key=lambda c: c.offset)
-        samples = None if _overlapping(chunks) else _decode_all(chunks)
-        if samples is None:
-            samples = self.decode_each(series, chunks)
-        series.samples = samples
-        expected = max(
-            max(c.offset + c.count for c in chunks),
-            series.n - series.dropped if builder.has_summary else 0,
-        )
+        sink = self.samples_of.get((case, series.name, point_key(series.point)))
+        if sink is None:
+            return
+        samples = sink.result()
+        series.chunked = samples
+        expected = max(sink.end_max, series.n - series.dropped if builder.has_summary else 0)
         series.holes = expected - len(samples)
 
-    def decode_each(self, series: Series, chunks: list[_Chunk]) -> Int64Array:
-        """The slow path, for damaged series: decode chunk by chunk, report the
-        chunks that do not decode, then those overlapping samples already placed
-        (a chunk with a wrong count must not push out the good one after it)."""
-        arrays = []
-        end = 0
-        for c in chunks:
-            where = f"samples record: {series.label}: chunk at offset {c.offset}"
-            try:
-                values = decode_chunks([(c.data, c.count)])
-            except CodecError as e:
-                self.issue("damaged", f"{where} does not decode: {e.reason}", c.line)
-                continue
-            if c.offset < end:
-                self.issue("damaged", f"{where} overlaps samples up to {end}; ignored", c.line)
-                continue
-            arrays.append(values)
-            end = c.offset + c.count
-        return np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
+    def result(self, issues: Iterable[StreamIssue] = (), log: Iterable[str] = ()) -> Run:
+        """The run, once every record is added; its issues are the
+        parser's (`issues`) and the assembler's, by line."""
+        self.finish()
+        run = self.run
+        run.issues = sorted([*issues, *self.issues], key=_line_order)
+        run.log = list(log)
+        return run
 
 
-def _overlapping(chunks: list[_Chunk]) -> bool:
-    return any(b.offset < a.offset + a.count for a, b in itertools.pairwise(chunks))
-
-
-def _decode_all(chunks: list[_Chunk]) -> Int64Array | None:
-    """The fast path: every chunk of a series in one call, no copy after."""
-    try:
-        return decode_chunks([(c.data, c.count) for c in chunks])
-    except CodecError:
-        return None
+def _stub(record: Record) -> Record:
+    """A samples record without its data: what builds its series and case."""
+    body = {k: v for k, v in record.body.items() if k != "data"}
+    return Record(record.seq, record.kind, body, record.line, record.version, checked=True)
 
 
 def _line_order(issue: StreamIssue) -> float:
@@ -317,15 +450,10 @@ def assemble(
     issues: Iterable[StreamIssue] = (),
     log: Iterable[str] = (),
 ) -> Run:
-    """Build a Run from intact records, the parser's issues and its log.
-
-    The run's issues are the parser's and the assembler's, by line.
-    """
-    assembler = _Assembler()
+    """Build a Run from intact records (in the order given), the parser's
+    issues and its log. The run's issues are the parser's and the
+    assembler's, by line."""
+    assembler = Assembler(by_seq=False)
     for record in records:
         assembler.add(record)
-    assembler.finish()
-    run = assembler.run
-    run.issues = sorted([*issues, *assembler.issues], key=_line_order)
-    run.log = list(log)
-    return run
+    return assembler.result(issues, log)

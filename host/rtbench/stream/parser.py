@@ -80,14 +80,19 @@ class StreamParser:
 
     `feed` returns the record a line carried when it is accepted, else None
     (noise, damage, or a duplicate). Issues and noise accumulate in `issues`
-    and `log`; `records` keeps every accepted record in arrival order.
+    and `log`; `records` keeps every accepted record in arrival order,
+    unless `keep=False`: then the caller takes each record `feed` returns
+    (`stream.Assembler` does, so that a long run is not held whole).
 
     `fast=False` reads every record the plain way (json and the schema
     check), the reference the samples fast path is tested against.
     """
 
-    def __init__(self, fast: bool = True) -> None:
+    def __init__(self, fast: bool = True, keep: bool = True) -> None:
         self.records: list[Record] = []
+        self.accepted = 0  # records accepted (kept or not)
+        self._keep = keep
+        self._last: tuple[int, int] | None = None  # (seq, line) of the highest seq
         self.issues: list[StreamIssue] = []
         self.log: list[str] = []
         self.noise = 0  # lines of text between records (the log keeps the first)
@@ -178,7 +183,11 @@ class StreamParser:
                 self._issue(problem[0], f"{record.kind} record: {problem[1]}")
                 return None
             record.checked = True
-        self.records.append(record)
+        self.accepted += 1
+        if self._last is None or seq > self._last[0]:
+            self._last = (seq, record.line)
+        if self._keep:
+            self.records.append(record)
         if record.kind == "bye" and self._bye is None:
             self._bye = record
         return record
@@ -217,12 +226,12 @@ class StreamParser:
             self._issue("gap", detail, line)
 
     def _check_complete(self) -> None:
-        if not self.records:
+        if self._last is None:
             self._issue("truncated", "no records in the stream")
             return
         if self._bye is None:
-            last = self.records[-1]
-            self._issue("truncated", f"no bye: the last record is seq {last.seq}, line {last.line}")
+            seq, line = self._last
+            self._issue("truncated", f"no bye: the last record is seq {seq}, line {line}")
             return
         written, arrived = self._bye.body.get("records"), len(self._first_line)
         if written != arrived:
