@@ -116,11 +116,16 @@ def test_chunkwise_figures_are_the_whole_arrays(kind: str, monkeypatch: pytest.M
         data = Uneven(v, [*sizes, n])
         ranks = sorted({0, n - 1, n // 2, int(n * 0.99), int(rng.integers(0, n))})
         ordered = np.sort(v)
-        assert cw.select(data, ranks) == {k: int(ordered[k]) for k in ranks}
+        want = {k: int(ordered[k]) for k in ranks}
+        assert cw.select(data, ranks) == want
+        # A summary's (min, max) saves a pass; a wrong one is found out.
+        lo, hi = int(ordered[0]), int(ordered[-1])
+        for bounds in [(lo, hi), (-(2**63), 2**63 - 1), (lo + 1, hi), (lo, hi - 1), (hi, lo)]:
+            assert cw.select(data, ranks, bounds) == want, bounds
         assert cw.argmax(data) == int(np.argmax(v))
         for size in (7, 4096):
             assert np.array_equal(np.concatenate([w.copy() for w in cw.windows(data, size)]), v)
-        got, want = cw.minmax_envelope(data, 240), downsample_minmax(v, 240)
-        assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+        envelope, whole = cw.minmax_envelope(data, 240), downsample_minmax(v, 240)
+        assert all(np.array_equal(a, b) for a, b in zip(envelope, whole, strict=True))
         block = max(1, n // 37)
         assert np.array_equal(cw.block_maxima(data, block), block_maxima(v, block))

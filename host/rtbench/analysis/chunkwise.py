@@ -79,12 +79,16 @@ def argmax(data: ChunkedSamples) -> int | None:
     return where
 
 
-def select(data: ChunkedSamples, ranks: list[int]) -> dict[int, int]:
+def select(
+    data: ChunkedSamples, ranks: list[int], bounds: tuple[int, int] | None = None
+) -> dict[int, int]:
     """{k: the k-th smallest sample (0-based)} for each k in `ranks`, exactly.
 
     A value range and the number of samples below it locate each rank;
     counting passes narrow a range (a bucket of 2^16 per pass) until it is a
-    single value or holds few enough samples to gather and partition."""
+    single value or holds few enough samples to gather and partition.
+    `bounds`: the samples' (min, max) when known (a series' summary), which
+    saves a pass; checked by the counts, and found by a pass when wrong."""
     n = len(data)
     if not ranks:
         return {}
@@ -93,10 +97,25 @@ def select(data: ChunkedSamples, ranks: list[int]) -> dict[int, int]:
     if isinstance(data, ArraySamples):  # in memory: one partial sort of a copy
         part = np.partition(data.values, sorted(set(ranks)))
         return {k: int(part[k]) for k in ranks}
-    found = value_range(data)
-    assert found is not None
+    if bounds is not None and bounds[0] <= bounds[1]:
+        found = _select(data, ranks, bounds)
+        if found is not None:
+            return found
+    whole = value_range(data)
+    assert whole is not None
+    found = _select(data, ranks, whole)
+    if found is None:
+        raise ValueError("the samples changed between two passes over them")
+    return found
+
+
+def _select(
+    data: ChunkedSamples, ranks: list[int], bounds: tuple[int, int]
+) -> dict[int, int] | None:
+    """`select` from a range said to hold every sample; None when a pass
+    finds another count in a range than the one before said."""
     # rank -> (lo, hi, samples below lo, samples in [lo, hi])
-    pending = {k: (found[0], found[1], 0, n) for k in set(ranks)}
+    pending = {k: (bounds[0], bounds[1], 0, len(data)) for k in set(ranks)}
     out: dict[int, int] = {}
     while pending:
         for k, (lo, hi, _, _) in list(pending.items()):
@@ -113,12 +132,14 @@ def select(data: ChunkedSamples, ranks: list[int]) -> dict[int, int]:
             if (lo, hi) in gathered:
                 values = gathered[lo, hi]
                 if values.size != num:
-                    raise ValueError("the samples changed between two passes over them")
+                    return None
                 out[k] = int(np.partition(values, k - below)[k - below])
                 del pending[k]
             else:
                 shift, counts = counted[lo, hi]
                 cum = np.cumsum(counts)
+                if not cum.size or int(cum[-1]) != num:
+                    return None
                 b = int(np.searchsorted(cum, k - below, side="right"))
                 before = int(cum[b - 1]) if b else 0
                 new_lo = lo + (b << shift)
@@ -136,13 +157,21 @@ def _pass(
     shifts = {r: max(0, (r[1] - r[0]).bit_length() - _BUCKET_BITS) for r in count}
     counts = {r: np.zeros(((r[1] - r[0]) >> shifts[r]) + 1, dtype=np.int64) for r in count}
     for c in data.chunks():
+        if not c.size:
+            continue
+        c_lo, c_hi = int(c.min()), int(c.max())
         for lo, hi in gather:
             parts[lo, hi].append(c[(c >= lo) & (c <= hi)])
         for lo, hi in count:
-            inside = c[(c >= lo) & (c <= hi)]
-            # Offsets from lo as uint64: exact even across the whole int64 range.
-            offsets = inside.view(np.uint64) - np.uint64(lo % (1 << 64))
-            buckets = (offsets >> np.uint64(shifts[lo, hi])).astype(np.int64)
+            # Masked only when the chunk reaches outside the range (the
+            # first pass' range holds every sample).
+            inside = c if lo <= c_lo and c_hi <= hi else c[(c >= lo) & (c <= hi)]
+            if hi - lo < 1 << 63:  # offsets from lo fit int64: a new array, shifted in place
+                buckets = inside - lo
+                buckets >>= shifts[lo, hi]
+            else:  # offsets as uint64: exact across the whole int64 range
+                offsets = inside.view(np.uint64) - np.uint64(lo % (1 << 64))
+                buckets = (offsets >> np.uint64(shifts[lo, hi])).astype(np.int64)
             counts[lo, hi] += np.bincount(buckets, minlength=counts[lo, hi].size)
     gathered = {r: np.concatenate(p) if p else np.empty(0, np.int64) for r, p in parts.items()}
     return gathered, {r: (shifts[r], counts[r]) for r in count}

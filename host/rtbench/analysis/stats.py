@@ -149,13 +149,16 @@ def sample_moments(
 
 
 def sample_percentiles(
-    values: Int64Array | ChunkedSamples, qs: tuple[float, ...] = PERCENTILES
+    values: Int64Array | ChunkedSamples,
+    qs: tuple[float, ...] = PERCENTILES,
+    bounds: tuple[int, int] | None = None,
 ) -> list[float]:
     """Nearest-rank percentiles of raw samples (one partial sort for all an
-    array's; a few passes over a long series' chunks: `chunkwise.select`)."""
+    array's; a few passes over a long series' chunks: `chunkwise.select`,
+    `bounds` the samples' (min, max) if known)."""
     if isinstance(values, ChunkedSamples):
         n = len(values)
-        got = select(values, [_rank(q, n) - 1 for q in qs])
+        got = select(values, [_rank(q, n) - 1 for q in qs], bounds)
         return [float(got[_rank(q, n) - 1]) for q in qs]
     n = len(values)
     ranks = sorted({_rank(q, n) - 1 for q in qs})
@@ -328,7 +331,8 @@ def _from_samples(s: Series, sigma3: bool) -> Stats:
         guided = guided_percentiles(data.values, hist) if hist is not None else None
         values = guided if guided is not None else sample_percentiles(data.values)
     else:  # a long stored series: exact, a chunk at a time (the same figures)
-        values = sample_percentiles(data)
+        bounds = (s.min, s.max) if s.min is not None and s.max is not None else None
+        values = sample_percentiles(data, bounds=bounds)
     pct = dict(zip(PERCENTILES, values, strict=True))
     exact = {q: (x, x) for q, x in pct.items()}
     st = Stats(s.n, s.min, s.max, s.mean, sd, pct, bounded=False, pct_range=exact)
