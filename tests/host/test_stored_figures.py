@@ -1,4 +1,4 @@
-"""show, analyze and report of a stored run print the same figures whether
+"""show, analyze, report and export of a stored run print the same figures whether
 its raw samples are read whole or a chunk at a time (a long stored series,
 `rtbench.store.stored_samples`): every corpus stream, and long series with
 the worst sample in a late chunk and ties at the percentile boundaries. In
@@ -75,6 +75,8 @@ def _outputs(db: str, run_id: int, tmp: Path) -> dict[str, str]:
         "show.json": ["show", str(run_id), "--format", "json"],
         "analyze": ["analyze", str(run_id)],
         "analyze.json": ["analyze", str(run_id), "--format", "json"],
+        "export.json": ["export", str(run_id), "--samples", "-o", "-"],
+        "export.csv": ["export", str(run_id), "--format", "csv", "-o", "-"],
     }.items():
         r = runner.invoke(main, ["--db", db, *args])
         assert r.exit_code in (0, 1), (name, r.output)

@@ -24,6 +24,7 @@ from rtbench.analysis.stats import PCT_NAMES, PERCENTILES, Stats, series_stats
 from rtbench.model import (
     CaseResult,
     Check,
+    ChunkedSamples,
     Int64Array,
     Run,
     Series,
@@ -41,7 +42,6 @@ _ANY_INT = schema.integer(-(2**200), 2**200)  # derived counts (holes) may pass 
 
 SCHEMA = "rtbench-export"
 SCHEMA_VERSION = 1
-_SLICE = 1 << 20  # samples converted to text at a time
 
 CSV_COLUMNS = (
     "run_id", "started_at", "target", "realtime", "case", "series", "point", "unit",
@@ -144,9 +144,14 @@ def series_header(s: Series, t_std: float | None) -> dict[str, Any]:
     }
 
 
-def _sample_text(values: Int64Array) -> Iterator[str]:
-    for start in range(0, len(values), _SLICE):
-        yield ("," if start else "") + ",".join(map(str, values[start : start + _SLICE].tolist()))
+def _sample_text(values: ChunkedSamples) -> Iterator[str]:
+    """The samples as JSON array items, a chunk at a time (a long stored
+    series is never read whole)."""
+    first = True
+    for chunk in values.chunks():
+        if chunk.size:
+            yield ("" if first else ",") + ",".join(map(str, chunk.tolist()))
+            first = False
 
 
 def _open(obj: dict[str, Any]) -> str:
@@ -165,9 +170,9 @@ def write_json(run: Run, out: TextIO, samples: bool = False) -> None:
         out.write(("," if ci else "") + _open(case_header(c)) + ',"series":[')
         for si, s in enumerate(c.series):
             out.write(("," if si else "") + _open(series_header(s, t_std)) + ',"samples":')
-            if samples and s.samples is not None:
+            if samples and s.chunked is not None:
                 out.write("[")
-                for part in _sample_text(s.samples):
+                for part in _sample_text(s.chunked):
                     out.write(part)
                 out.write("]")
             else:
