@@ -48,9 +48,15 @@ lint: setup
 
 # Exit 5 (no test collected) is a failure too: a suite that ran nothing passed nothing.
 # --durations: every log names the 25 slowest tests, where the time goes.
+# -n auto: one worker per CPU this process may use (pytest-xdist), each
+# file on one worker (its module fixtures set up once), the long files
+# first; tests that measure time run alone (tests/exclusive.py).
+# PYTEST_WORKERS=0 runs them one at a time, in this process.
+PYTEST_WORKERS ?= auto
 pytest: setup agent agent-test
-	@echo "tests: pytest (skips listed with their reason at the end)"
-	@$(BIN)/pytest -q -p no:cacheprovider --durations=25; rc=$$?; \
+	@echo "tests: pytest on $(PYTEST_WORKERS) workers (skips listed with their reason at the end)"
+	@$(BIN)/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+	  --durations=25; rc=$$?; \
 	  [ $$rc -ne 5 ] || echo "tests: FAILED: pytest collected no tests" >&2; exit $$rc
 
 # The system packages the tests need (scripts/system-packages.txt): as root

@@ -14,10 +14,11 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import exclusive
 import pgserver
 import pytest
 import tools
@@ -161,6 +162,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
+        "exclusive: measures time on this machine: runs while no other test runs, also "
+        "under pytest-xdist (tests/exclusive.py)",
+    )
+    config.addinivalue_line(
+        "markers",
         "tools(*packages): needs these system packages (scripts/system-packages.txt); skipped "
         "naming them and the command that installs them, failed in CI (tests/tools.py)",
     )
@@ -173,7 +179,20 @@ def _root_skip_reason(item: pytest.Item) -> str:
     return f"needs root ({why}); running as uid {os.geteuid()}"
 
 
+# Under xdist (`--dist loadfile --no-loadscope-reorder`) files are handed to
+# the workers in collection order: the long end-to-end files first, so that
+# none of them starts last and runs alone while the other worker idles.
+_FIRST = ("tests/e2e/", "tests/agent/")
+
+
+def _rank(item: pytest.Item) -> int:
+    path = item.nodeid.split("::", 1)[0]
+    return next((i for i, d in enumerate(_FIRST) if path.startswith(d)), len(_FIRST))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if getattr(config, "workerinput", None) is not None:
+        items.sort(key=_rank)  # stable: each file's order is kept
     if os.geteuid() != 0:
         for item in items:
             if item.get_closest_marker("root"):
@@ -188,11 +207,75 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+# Modules whose every test is exclusive (tests/exclusive.py), besides the
+# `realtime` tests and those marked `exclusive`: they measure on this machine
+# with loads, CPU affinity or tracefs (global kernel state), or compare
+# figures of one run, which a sibling worker's load would move.
+EXCLUSIVE_MODULES = frozenset(
+    {
+        # The agent's known answers: an injected fault against a threshold,
+        # measured on this machine (and POSIX queues counted in /dev/mqueue).
+        "tests/agent/test_affinity.py",
+        "tests/agent/test_clk_jit.py",
+        "tests/agent/test_compare_fault.py",
+        "tests/agent/test_cstates.py",
+        "tests/agent/test_irq.py",
+        "tests/agent/test_jit_dl.py",
+        "tests/agent/test_known_answers.py",
+        "tests/agent/test_loads.py",
+        "tests/agent/test_mem.py",
+        "tests/agent/test_mut_mq.py",
+        "tests/agent/test_noise.py",
+        "tests/agent/test_noise_hw.py",
+        "tests/agent/test_rsp_io.py",
+        "tests/agent/test_sem.py",
+        "tests/agent/test_soak.py",
+        "tests/agent/test_stamp.py",
+        "tests/agent/test_thr.py",
+        "tests/agent/test_tm.py",
+        "tests/e2e/test_loads.py",
+        "tests/e2e/test_noise_trace.py",
+        "tests/e2e/test_soak.py",
+        "tests/e2e/test_trace_mode.py",
+        "tests/e2e/test_target_ssh.py",
+        "tests/e2e/test_not_realtime.py",
+    }
+)
+
+
+def _exclusive(item: pytest.Item) -> bool:
+    return (
+        item.get_closest_marker("exclusive") is not None
+        or item.get_closest_marker("realtime") is not None
+        or item.nodeid.split("::", 1)[0] in EXCLUSIVE_MODULES
+    )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker per CPU this process may run on (taskset, a
+    container's cpuset), not per CPU of the machine."""
+    return len(os.sched_getaffinity(0))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: object) -> None:
+    node.workerinput[exclusive.WORKERINPUT_KEY] = exclusive.lock_folder()  # type: ignore[attr-defined]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if getattr(config, "workerinput", None) is None:
+        exclusive.remove_folder()
+
+
 # CPU seconds per test (this process and the children it reaped: agents,
 # compilers, QEMU), beside --durations' wall seconds: on a shared machine the
 # wall time is mostly the others' load, the CPU time is the test's own.
-# A module's fixtures count in the test whose teardown ends them.
+# A module's fixtures count in the test whose teardown ends them. Under xdist
+# each worker measures its own tests and the figures travel in the teardown
+# report's user_properties to the controller, which lists them.
 _cpu_by_test: list[tuple[float, float, str]] = []
+_START = pytest.StashKey[tuple[float, float]]()
 
 
 def _cpu_s() -> float:
@@ -200,11 +283,35 @@ def _cpu_s() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
-    cpu, wall = _cpu_s(), time.monotonic()
-    yield
-    _cpu_by_test.append((_cpu_s() - cpu, time.monotonic() - wall, item.nodeid))
+    lock = exclusive.worker_lock(item.config)
+    item.stash[_START] = (_cpu_s(), time.monotonic())
+    if lock is None:
+        yield
+        return
+    with lock.held(_exclusive(item)):
+        yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item,
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when == "teardown" and _START in item.stash:
+        cpu, wall = item.stash[_START]
+        report.user_properties.append(("cpu_s", _cpu_s() - cpu))
+        report.user_properties.append(("wall_s", time.monotonic() - wall))
+    return report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when != "teardown":
+        return
+    props = {k: v for k, v in report.user_properties if isinstance(v, float)}
+    if "cpu_s" in props:
+        _cpu_by_test.append((props["cpu_s"], props["wall_s"], report.nodeid))
 
 
 def pytest_terminal_summary(

@@ -1,0 +1,79 @@
+"""Tests in parallel (pytest-xdist, `make test` runs `-n auto`), except the
+ones that measure time on this machine: `@pytest.mark.exclusive` tests run
+while no other test runs, so a ratio measured in one run never sees a
+sibling worker's load, and two tests never share the kernel's global state
+(tracefs, CPU affinity of the agent's loads, SCHED_FIFO budgets).
+
+One shared/exclusive lock (flock) for the whole run: every test holds it
+shared from its setup to its teardown, an exclusive test holds it
+exclusively. A second lock is the turnstile in front of it, so that a
+worker waiting for the exclusive lock is not starved by the others taking
+the shared one test after test. Without xdist (or with one worker) nothing
+is locked: the tests run one at a time anyway.
+
+Exclusive, besides the tests marked so: every `realtime` test (SCHED_FIFO
+timing) and the modules listed in EXCLUSIVE_MODULES (conftest.py)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+# The folder of the run's two lock files, chosen by the controller and
+# handed to each worker in its workerinput.
+WORKERINPUT_KEY = "rtbench_lock_dir"
+
+
+class RunLock:
+    """A worker's handles on the run's two lock files."""
+
+    def __init__(self, folder: Path) -> None:
+        self._gate = os.open(folder / "gate", os.O_RDWR | os.O_CREAT, 0o600)
+        self._main = os.open(folder / "main", os.O_RDWR | os.O_CREAT, 0o600)
+
+    @contextmanager
+    def held(self, exclusive: bool) -> Iterator[None]:
+        fcntl.flock(self._gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self._main, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(self._gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._main, fcntl.LOCK_UN)
+
+
+_lock: RunLock | None = None
+_folder: Path | None = None
+
+
+def worker_lock(config: pytest.Config) -> RunLock | None:
+    """This worker's lock; None outside xdist."""
+    global _lock
+    if _lock is None:
+        workerinput = getattr(config, "workerinput", None)
+        if workerinput is None or WORKERINPUT_KEY not in workerinput:
+            return None
+        _lock = RunLock(Path(workerinput[WORKERINPUT_KEY]))
+    return _lock
+
+
+def lock_folder() -> str:
+    """The controller's folder for the run's lock files (made once)."""
+    global _folder
+    if _folder is None:
+        _folder = Path(tempfile.mkdtemp(prefix="rtbench-pytest-lock-"))
+    return str(_folder)
+
+
+def remove_folder() -> None:
+    if _folder is not None:
+        shutil.rmtree(_folder, ignore_errors=True)
