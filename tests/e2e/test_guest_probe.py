@@ -6,6 +6,7 @@ and the guest's CPUs, each of which differs from this machine's."""
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -21,6 +22,9 @@ from rtbench.transports.qemu import QemuTransport
 pytestmark = [pytest.mark.tools("busybox-static", "cpio", "qemu-system-x86")]
 
 
+# Once per kernel for the module: the guest's report does not change between
+# the tests that read it, and each boot costs a TCG guest's ~15 CPU seconds.
+@functools.cache
 def _cal_ref_in(spec: str) -> tuple[Run, QemuTransport]:
     """A short CAL-REF in a booted guest, without timerlat: the guest's probe
     is what these tests read."""
