@@ -18,8 +18,9 @@ from rtbench.model import ArraySamples, ChunkedSamples, Int64Array
 FloatArray = npt.NDArray[np.float64]
 
 # A value range holding at most this many samples is gathered and
-# partitioned (16 MiB); a wider one is counted into buckets first.
-GATHER = 1 << 21
+# partitioned (2 MiB, so that the peak hardly depends on the data); a wider
+# one is counted into buckets first.
+GATHER = 1 << 18
 # Buckets of one counting pass: each pass narrows a range 65,536-fold, so an
 # int64 range takes at most four.
 _BUCKET_BITS = 16

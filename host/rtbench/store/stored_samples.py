@@ -4,8 +4,8 @@ whole. Shared by every backend: plain SELECTs in SQLite's SQL."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
@@ -59,10 +59,25 @@ def _chunks(
             return
 
 
+# Connections the series read by chunk share, one per store and thread: a
+# run of a hundred long series must not open a hundred (a PostgreSQL server
+# allows about that many in all).
+_READERS: dict[tuple[str, float, int], Backend] = {}
+
+
+def _reader(location: StoreLocation, timeout: float) -> Backend:
+    key = (str(location), timeout, threading.get_ident())
+    if key not in _READERS:
+        from rtbench.store.store import open_backend  # the store imports the rows
+
+        _READERS[key] = open_backend(location, timeout)
+    return _READERS[key]
+
+
 class StoredSamples(ChunkedSamples):
     """The samples of one stored series, decoded a chunk at a time on each
-    pass over them, through a connection of its own (the store that loaded
-    the run may be closed by then)."""
+    pass over them, through a connection of their own (the store that loaded
+    the run may be closed by then), shared by every such series."""
 
     def __init__(
         self, location: StoreLocation, timeout: float, where: tuple[int, int, int], total: int,
@@ -70,20 +85,12 @@ class StoredSamples(ChunkedSamples):
     ) -> None:  # fmt: skip
         self.location, self.timeout = location, timeout
         self.where, self.total, self.name = where, total, name
-        self._db: Backend | None = None
 
     def __len__(self) -> int:
         return self.total
 
-    def _backend(self) -> Backend:
-        if self._db is None:
-            from rtbench.store.store import open_backend  # the store imports the rows
-
-            self._db = open_backend(self.location, self.timeout)
-        return self._db
-
     def chunks(self) -> Iterator[Int64Array]:
-        db = self._backend()
+        db = _reader(self.location, self.timeout)
         at = 0
         try:
             for n, enc, data in _chunks(db, self.where, self.name):
@@ -102,7 +109,3 @@ class StoredSamples(ChunkedSamples):
                 f"series {self.name}: {at} of its {self.total} samples are in the store"
                 " (the run was deleted or damaged after it was loaded)"
             )
-
-    def __getstate__(self) -> dict[str, Any]:
-        # A copy (pickle, deepcopy) opens its own connection.
-        return {**self.__dict__, "_db": None}
