@@ -13,6 +13,7 @@ base64 marker lines on the stream port. The host rebuilds the directory
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import re
 import tempfile
@@ -87,9 +88,12 @@ if [ -f /rtbench/trace ]; then
         o=$(grep -E '^(overrun|dropped events):' $d/stats | awk '{s += $NF} END {print s + 0}')
         echo "MARKER trace overrun $c $o" >/dev/PORT
     done
+    # Each base64 line numbered at both ends: a line the port lost, cut or
+    # ran into another is found and its bytes held as lost (a QEMU virtio
+    # console drops what a loaded host does not take at once).
     tsend() {
         echo "MARKER trace file $2" >/dev/PORT
-        base64 $1 | sed "s|^|MARKER trace b |" >/dev/PORT
+        base64 $1 | awk '{print "MARKER trace b " NR " " $0 " " NR}' >/dev/PORT
     }
     for f in $tt/*.raw; do tsend $f ${f##*/}; done
     for e in $(echo $tenabled,ftrace:print | tr , ' '); do
@@ -131,6 +135,7 @@ class Received:
     clock: str = ""
     events: list[str] = field(default_factory=list)
     files: dict[str, list[bytes]] = field(default_factory=dict)
+    numbered: dict[str, dict[int, bytes]] = field(default_factory=dict)  # name -> line n -> text
     overrun: dict[int, int] = field(default_factory=dict)
     ended: bool = False
     unsupported: str = ""  # why this guest records no trace
@@ -143,7 +148,15 @@ class Received:
             return
         what, rest = words[0], (words[1] if len(words) > 1 else b"")
         if what == b"b" and self._current:
-            self.files[self._current].append(rest.strip())
+            parts = rest.split()
+            if len(parts) == 3 and parts[0].isdigit():  # "N text N"
+                n = int(parts[0])
+                got = parts[1] if parts[2] == parts[0] else b"?"  # ran into another: lost
+                self.numbered.setdefault(self._current, {})[n] = got
+            elif len(parts) != 1 or parts[0].isdigit():
+                self.numbered.setdefault(self._current, {})  # a damaged numbered line
+            else:
+                self.files[self._current].append(rest.strip())
         elif what == b"file":
             self._current = rest.decode("ascii", "replace").strip()
             self.files.setdefault(self._current, [])
@@ -168,6 +181,9 @@ class Received:
 
         (directory / "formats").mkdir(parents=True, exist_ok=True)
         data = {name: base64.b64decode(b"".join(chunks)) for name, chunks in self.files.items()}
+        lost: dict[str, list[tuple[int, int]]] = {}
+        for name, lines in self.numbered.items():
+            data[name], lost[name] = rebuild(lines)
         cpus = sorted(int(n[3:-4]) for n in data if re.fullmatch(r"cpu\d+\.raw", n))
         for name, content in data.items():
             (directory / name).write_bytes(content)
@@ -187,8 +203,38 @@ class Received:
             "byteorder": "little",
             "overrun": {str(k): v for k, v in self.overrun.items()},
             "notes": [],
+            "lost": {n[3:-4]: r for n, r in lost.items() if r and re.fullmatch(r"cpu\d+\.raw", n)},
         }
         (directory / "meta.json").write_text(json.dumps(meta))
+
+
+LINE_BYTES = 57  # what one 76-column base64 line holds
+
+
+def rebuild(lines: dict[int, bytes]) -> tuple[bytes, list[tuple[int, int]]]:
+    """A file from its numbered base64 lines, and the byte ranges lost on the
+    way: a line missing, cut or run into another is zeros of a line's length,
+    so that every byte after it stays where it was (pages stay aligned), and
+    its range is reported for the reader to cut the page there."""
+    out = bytearray()
+    lost: list[tuple[int, int]] = []
+    last = max(lines, default=0)
+    for n in range(1, last + 1):
+        text = lines.get(n, b"")
+        data: bytes | None = None
+        if len(text) == 76 or (n == last and 0 < len(text) < 76 and len(text) % 4 == 0):
+            try:
+                data = base64.b64decode(text, validate=True)
+            except binascii.Error:
+                data = None
+        if data is None or (n < last and len(data) != LINE_BYTES):
+            data = bytes(LINE_BYTES)
+            if lost and lost[-1][1] == len(out):
+                lost[-1] = (lost[-1][0], len(out) + LINE_BYTES)
+            else:
+                lost.append((len(out), len(out) + LINE_BYTES))
+        out += data
+    return bytes(out), lost
 
 
 def attach(run: Run, got: Received) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import struct
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
@@ -172,26 +172,55 @@ def parse_page(page: bytes, cpu: int, spec: Spec) -> Iterator[Event]:
 
 
 def read_pages(
-    pages: Iterable[bytes], cpu: int, spec: Spec, damaged: list[Damage]
+    pages: Iterable[bytes],
+    cpu: int,
+    spec: Spec,
+    damaged: list[Damage],
+    cuts: Mapping[int, int] | None = None,
 ) -> Iterator[Event]:
     """The events of a CPU's pages, degraded rather than discarded: a page
     damaged (torn by a writer still at work when it was copied) is cut at the
     damage. Its events before the damage are kept, the damage is appended to
     `damaged`, and a LOST event with `damaged` set stands for the rest of the
     page, so that pairing forgets what was open on the CPU as for any loss.
-    Nothing after the damage in that page is decoded: no garbage."""
+    Nothing after the damage in that page is decoded: no garbage. `cuts`:
+    page index -> offset of bytes known lost there (on the way from a
+    target): the page is cut there alike, whatever its bytes look like."""
     last = 0
     at = struct.Struct((">" if spec.byteorder == "big" else "<") + "Q")
     for n, page in enumerate(pages):
         if not last and len(page) >= spec.layout.timestamp_offset + 8:
             (last,) = at.unpack_from(page, spec.layout.timestamp_offset)  # the page's start
+        cut = cuts.get(n) if cuts else None
         try:
-            for e in parse_page(page, cpu, spec):
+            for e in parse_page(page if cut is None else _cut(page, cut, spec), cpu, spec):
                 last = e.ts
                 yield e
+            if cut is None:
+                continue
         except RingBufferError as err:
-            damaged.append(Damage(cpu, n, err.offset, str(err).removeprefix(f"cpu{cpu}: ")))
-            yield Event(last, cpu, LOST, -1, {"count": -1, "damaged": err.offset})
+            if cut is None:
+                damaged.append(Damage(cpu, n, err.offset, str(err).removeprefix(f"cpu{cpu}: ")))
+                yield Event(last, cpu, LOST, -1, {"count": -1, "damaged": err.offset})
+                continue
+        damaged.append(Damage(cpu, n, cut, "bytes lost on the way from the target"))
+        yield Event(last, cpu, LOST, -1, {"count": -1, "damaged": cut})
+
+
+def _cut(page: bytes, at: int, spec: Spec) -> bytes:
+    """`page` with its commit ending at `at`: an event running past it is
+    damage (parse_page raises there), none after it is read."""
+    lay = spec.layout
+    if at < lay.data_offset:
+        raise RingBufferError("its header was lost", at)
+    e = ">" if spec.byteorder == "big" else "<"
+    code = e + ("Q" if lay.commit_size == 8 else "I")
+    (commit,) = struct.unpack_from(code, page, lay.commit_offset)
+    size = min(commit & COMMIT_MASK, at - lay.data_offset)
+    out = bytearray(page)
+    # The flags' lost count sits after the data: not to be read from lost bytes.
+    struct.pack_into(code, out, lay.commit_offset, size | (commit & MISSED_EVENTS))
+    return bytes(out)
 
 
 def merge(streams: Iterable[Iterable[Event]]) -> list[Event]:

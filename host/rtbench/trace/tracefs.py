@@ -275,6 +275,9 @@ class Capture:
     byteorder: Literal["little", "big"] = "little" if sys.byteorder == "little" else "big"
     overrun: dict[int, int] = field(default_factory=dict)  # per_cpu stats: events lost
     notes: list[str] = field(default_factory=list)
+    # cpu -> byte ranges of its file lost on the way from a target (zeros
+    # in their place): the pages holding them are cut there.
+    lost: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
     # Pages cut at damage by the last decoding (events_in_order): not saved,
     # found again from the pages by each decoding.
     damage: list[Damage] = field(default_factory=list)
@@ -295,7 +298,12 @@ class Capture:
 
     def cpu_events(self, cpu: int, spec: Spec) -> Iterator[Event]:
         """A CPU's events; a damaged page is cut at the damage (`damage`)."""
-        yield from read_pages(self._read_pages(cpu, spec.chunk), cpu, spec, self.damage)
+        cuts: dict[int, int] = {}  # page -> where in it the first lost byte is
+        for a, b in self.lost.get(cpu, []):
+            for n in range(a // spec.chunk, (b - 1) // spec.chunk + 1):
+                cuts[n] = min(cuts.get(n, spec.chunk), max(a - n * spec.chunk, 0))
+        pages = self._read_pages(cpu, spec.chunk)
+        yield from read_pages(pages, cpu, spec, self.damage, cuts)
 
     def _read_pages(self, cpu: int, chunk: int) -> Iterator[bytes]:
         with self.files[cpu].open("rb") as f:
@@ -360,6 +368,7 @@ class Capture:
             "byteorder": self.byteorder,
             "overrun": {str(k): v for k, v in self.overrun.items()},
             "notes": self.notes,
+            "lost": {str(k): v for k, v in self.lost.items()},
         }
         (directory / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
 
@@ -389,6 +398,9 @@ class Capture:
             byteorder="big" if meta.get("byteorder") == "big" else "little",
             overrun={int(k): int(v) for k, v in meta.get("overrun", {}).items()},
             notes=list(meta.get("notes", [])),
+            lost={
+                int(k): [(int(a), int(b)) for a, b in v] for k, v in meta.get("lost", {}).items()
+            },
         )
 
     def close(self) -> None:
