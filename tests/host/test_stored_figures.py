@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from rtbench.cli import main
-from rtbench.model import Int64Array
+from rtbench.model import Int64Array, Run
 from rtbench.run.measure import read_stream
 from rtbench.store import Store
 from rtbench.store.codec import CHUNK_SAMPLES
@@ -32,8 +32,8 @@ def _log2_counts(values: list[int]) -> list[tuple[int, int]]:
     return sorted(counts.items())
 
 
-def _long_values() -> dict[str, Int64Array]:
-    rng = np.random.default_rng(22)
+def _long_values(seed: int) -> dict[str, Int64Array]:
+    rng = np.random.default_rng(seed)
     n = 3 * CHUNK_SAMPLES + 777
     body = (900 + rng.gamma(2.0, 60.0, n)).astype(np.int64)
     body[n - 500] = 987_654  # the worst sample, in the last chunk
@@ -47,14 +47,14 @@ def _long_values() -> dict[str, Int64Array]:
     return {"gamma": body, "ties": ties}
 
 
-def _long_stream(path: Path) -> Path:
+def _long_stream(path: Path, seed: int = 22) -> Path:
     from rtbench.stream.writer import StreamWriter, default_hello
 
     with path.open("w") as f:
         w = StreamWriter(f)
         w.hello(default_hello(["CAL-TIMER"]))
         w.begin("CAL-TIMER", "Timer calibration", {"cpu": 0})
-        for name, arr in _long_values().items():
+        for name, arr in _long_values(seed).items():
             values = arr.tolist()
             stats = {"n": len(values), "min": min(values), "max": max(values), "sum": sum(values)}
             w.samples("CAL-TIMER", name, values, chunk=4096)
@@ -67,7 +67,13 @@ def _long_stream(path: Path) -> Path:
     return path
 
 
-def _outputs(db: str, run_id: int, tmp: Path) -> dict[str, str]:
+def _labelled(path: Path, cfg: str) -> Run:
+    run = read_stream(path)
+    run.labels = {"cfg": cfg}
+    return run
+
+
+def _outputs(db: str, run_id: int, tmp: Path, pooled: list[int] | None = None) -> dict[str, str]:
     runner = CliRunner()
     out: dict[str, str] = {}
     for name, args in {
@@ -81,9 +87,13 @@ def _outputs(db: str, run_id: int, tmp: Path) -> dict[str, str]:
         r = runner.invoke(main, ["--db", db, *args])
         assert r.exit_code in (0, 1), (name, r.output)
         out[name] = r.stdout
-    for ext in ("md", "html"):
+    reports = [("md", [run_id], "max"), ("html", [run_id], "max")]
+    if pooled is not None:  # two repetitions: one column, their samples pooled
+        reports.append(("pooled.md", pooled, "p99.9"))  # a percentile of the pool
+    for ext, ids, indicator in reports:
         path = tmp / f"report.{ext}"
-        r = runner.invoke(main, ["--db", db, "report", str(run_id), "-o", str(path)])
+        args = ["report", *map(str, ids), "-o", str(path), "--indicator", indicator]
+        r = runner.invoke(main, ["--db", db, *args])
         assert r.exit_code in (0, 1) and path.exists(), r.output
         # The report's generation time is not a figure.
         out[f"report.{ext}"] = re.sub(
@@ -117,7 +127,13 @@ def test_figures_are_the_same_read_whole_or_by_chunk(
     db = str(tmp_path / "s.sqlite")
     with Store(db) as store:
         run_id = store.save(read_stream(path), copy=True)
-    whole = _outputs(db, run_id, tmp_path)
+        again = None
+        if stream == "long":  # two repetitions of one configuration, and another
+            again = [
+                store.save(_labelled(_long_stream(tmp_path / f"{seed}.rtb", seed), cfg))
+                for seed, cfg in [(1, "a"), (2, "a"), (3, "b")]
+            ]
+    whole = _outputs(db, run_id, tmp_path, again)
     monkeypatch.setattr("rtbench.store.rows.EAGER_SAMPLES", 0)  # every series by chunk
     monkeypatch.setattr(StoredSamples, "array", _never_whole)
     monkeypatch.setattr(StoredSamples, "read", _never_whole)
@@ -125,9 +141,10 @@ def test_figures_are_the_same_read_whole_or_by_chunk(
         loaded = store.load(run_id)
     kept = [s for c in loaded.cases for s in c.series if s.chunked is not None]
     assert all(isinstance(s.chunked, StoredSamples) for s in kept)
-    chunked = _outputs(db, run_id, tmp_path)
+    chunked = _outputs(db, run_id, tmp_path, again)
     for name in whole:
         assert chunked[name] == whole[name], (stream, name)
     if stream == "long":  # the figures the late-chunk worst and the tie give
         assert "987.654" in whole["show"] and "2000.000" in whole["show"]
         assert "(sample 8 of 393993)" in whole["report.md"]  # the first of two equal maxima
+        assert "cfg=a, runs=2,3 vs run 4" in whole["report.pooled.md"]

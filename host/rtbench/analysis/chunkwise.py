@@ -26,6 +26,21 @@ GATHER = 1 << 18
 _BUCKET_BITS = 16
 
 
+class Concatenated(ChunkedSamples):
+    """Several series' samples one after the other (repetitions pooled),
+    without a copy: the chunks of each in turn."""
+
+    def __init__(self, parts: list[ChunkedSamples]) -> None:
+        self.parts = parts
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self.parts)
+
+    def chunks(self) -> Iterator[Int64Array]:
+        for part in self.parts:
+            yield from part.chunks()
+
+
 def windows(data: ChunkedSamples, size: int) -> Iterator[Int64Array]:
     """The samples in consecutive windows of exactly `size` (the last one
     shorter): the slices a whole-array loop in steps of `size` would see, so

@@ -8,8 +8,18 @@ from dataclasses import replace
 
 import numpy as np
 
+from rtbench.analysis.chunkwise import Concatenated
 from rtbench.analysis.stats import has_all_samples
-from rtbench.model import CaseResult, Histogram, Run, Series, worst_outcome
+from rtbench.model import (
+    ArraySamples,
+    CaseResult,
+    ChunkedSamples,
+    Histogram,
+    Int64Array,
+    Run,
+    Series,
+    worst_outcome,
+)
 
 
 def _merge_hist(hists: list[Histogram]) -> Histogram | None:
@@ -36,18 +46,21 @@ def _merge_hist(hists: list[Histogram]) -> Histogram | None:
 def merge_series(parts: list[Series]) -> Series:
     """One series from the same series of several runs."""
     first = parts[0]
-    samples = None
+    samples: ChunkedSamples | Int64Array | None = None
     if all(has_all_samples(s) for s in parts):
-        samples = np.concatenate([s.samples for s in parts if s.samples is not None])
+        kept = [s.chunked for s in parts if s.chunked is not None]
+        if all(isinstance(k, ArraySamples) for k in kept):
+            samples = np.concatenate([k.array() for k in kept])
+        else:  # a long stored series among them: pooled without reading any whole
+            samples = Concatenated(kept)
     hists = [s.hist for s in parts if s.hist is not None]
     mins = [s.min for s in parts if s.min is not None]
     maxs = [s.max for s in parts if s.max is not None]
-    return Series(
+    merged = Series(
         case=first.case,
         name=first.name,
         point=dict(first.point),
         unit=first.unit,
-        samples=samples,
         hist=_merge_hist(hists) if len(hists) == len(parts) else None,
         n=sum(s.n for s in parts),
         min=min(mins) if mins else None,
@@ -57,6 +70,8 @@ def merge_series(parts: list[Series]) -> Series:
         kind=first.kind,
         attrs=dict(first.attrs),
     )
+    merged.chunked = samples
+    return merged
 
 
 def pool(runs: list[Run]) -> Run:
@@ -111,5 +126,3 @@ def column(members: list[Run]) -> Run:
     if bad:
         merged.labels["failed_runs"] = bad
     return merged
-
-
