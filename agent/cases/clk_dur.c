@@ -433,9 +433,17 @@ static rtb_result report(rtb_ctx *ctx, dur *d)
 {
     int *owner = rtb_mem_calloc(d->n + 1, sizeof *owner);
     fit *src = rtb_mem_calloc(MAX_SOURCES, sizeof *src); /* the frame is at its limit */
-    rtb_series st, so, sg, ss, sp, sr[MAX_SOURCES - 1];
-    static rtb_series stalls[2]; /* not on the stack: the frame is at its limit */
-    rtb_series *sx = &stalls[0], *sxs = &stalls[1];
+    rtb_series st, so, sg, ss, sp;
+    /* Neither on the stack (the frame is at its limit) nor static (a
+     * board's RAM in every case): from the case's memory. */
+    rtb_series *more = rtb_mem_calloc(2 + MAX_SOURCES - 1, sizeof *more);
+    if (!more) {
+        rtb_mem_free(src);
+        rtb_mem_free(owner);
+        rtb_emit_check_error(ctx, "buffer", "no memory for the series");
+        return RTB_ERROR;
+    }
+    rtb_series *sx = &more[0], *sxs = &more[1], *sr = &more[2];
     size_t cap = d->n ? d->n : 1;
     int ok = owner != NULL && src != NULL;
     ok = (rtb_series_init(&st, "tick", cap) == RTB_OK) & ok;
@@ -555,6 +563,7 @@ out:
     rtb_series_free(sxs);
     for (int i = 0; i < MAX_SOURCES - 1; i++)
         rtb_series_free(&sr[i]);
+    rtb_mem_free(more);
     rtb_mem_free(src);
     rtb_mem_free(owner);
     return r;

@@ -113,6 +113,8 @@ static rtb_result point(rtb_ctx *ctx, size_t size, size_t n, rtb_series *one, rt
     for (size_t i = WARMUP; i < x.done; i++) {
         rtb_series_push(one, rtb_stamp_ns(x.one[i]));
         rtb_series_push(rt, rtb_stamp_ns(x.round[i]));
+        rtb_series_drain(one); /* after the exchange: nothing is measured */
+        rtb_series_drain(rt);
     }
     if (nt < 2 || rc != RTB_OK || x.done < x.n)
         rtb_emit_check_error(ctx, "exchange", "size %llu: %llu of %llu round trips completed",
@@ -144,8 +146,8 @@ static rtb_result run(rtb_ctx *ctx)
     rtb_result worst = RTB_PASSED;
     for (int p = 0; p < points; p++) {
         rtb_series one, rt;
-        if (rtb_series_init(&one, "one_way", cap) != RTB_OK ||
-            rtb_series_init(&rt, "round_trip", cap) != RTB_OK) {
+        if (rtb_series_init_streamed(&one, ctx, "one_way", cap) != RTB_OK ||
+            rtb_series_init_streamed(&rt, ctx, "round_trip", cap) != RTB_OK) {
             rtb_series_free(&one);
             rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples",
                                  (unsigned long long)cap);

@@ -118,6 +118,8 @@ static rtb_result measure(rtb_ctx *ctx, arc *x, rtb_series *acq, rtb_series *rel
         }
         rtb_series_push(acq, rtb_stamp_ns(x->t_own[i] - x->t_req[i]));
         rtb_series_push(rel, rtb_stamp_ns(x->t_got[i] - x->t_unl[i]));
+        rtb_series_drain(acq); /* the threads are joined: nothing is measured */
+        rtb_series_drain(rel);
         if (x->t_got[i] > x->t_med[i])
             medium_first++;
     }
@@ -155,8 +157,8 @@ static rtb_result run(rtb_ctx *ctx)
     }
     size_t cap = x.n < ctx->opt->max_samples ? x.n : ctx->opt->max_samples;
     rtb_series acq, rel;
-    mem = rtb_series_init(&acq, "acquire", cap) == RTB_OK && mem;
-    mem = rtb_series_init(&rel, "release", cap) == RTB_OK && mem;
+    mem = rtb_series_init_streamed(&acq, ctx, "acquire", cap) == RTB_OK && mem;
+    mem = rtb_series_init_streamed(&rel, ctx, "release", cap) == RTB_OK && mem;
     rtb_result r;
     if (!mem) {
         rtb_emit_check_error(ctx, "buffer", "no memory for %llu iterations",

@@ -19,11 +19,11 @@ static rtb_result run(rtb_ctx *ctx)
     rtb_series lock, unlock;
     rtb_mutex m;
     size_t cap = n < ctx->opt->max_samples ? n : ctx->opt->max_samples;
-    if (rtb_series_init(&lock, "lock", cap) != RTB_OK) {
+    if (rtb_series_init_streamed(&lock, ctx, "lock", cap) != RTB_OK) {
         rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples", (unsigned long long)cap);
         return RTB_ERROR;
     }
-    if (rtb_series_init(&unlock, "unlock", cap) != RTB_OK) {
+    if (rtb_series_init_streamed(&unlock, ctx, "unlock", cap) != RTB_OK) {
         rtb_series_free(&lock);
         rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples", (unsigned long long)cap);
         return RTB_ERROR;
@@ -50,6 +50,8 @@ static rtb_result run(rtb_ctx *ctx)
             rtb_series_push(&lock, rtb_stamp_ns(t1 - t0));
             rtb_series_push(&unlock, rtb_stamp_ns(t2 - t1));
             bad += (a != RTB_OK) + (b != RTB_OK);
+            rtb_series_drain(&lock); /* between windows: a full buffer goes out */
+            rtb_series_drain(&unlock);
         }
         rtb_mutex_delete(&m);
         if (bad) {

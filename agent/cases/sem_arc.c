@@ -82,8 +82,8 @@ static rtb_result run_point(rtb_ctx *ctx, int w_count, int64_t rounds)
     rtb_series acq, rel;
     rtb_result r = RTB_PASSED;
     bool series_ok = false;
-    if (w && th && x.t_a && x.t_c && x.t_g && x.t_w && rtb_series_init(&acq, "acquire", cap) == RTB_OK) {
-        if (rtb_series_init(&rel, "release", cap) == RTB_OK)
+    if (w && th && x.t_a && x.t_c && x.t_g && x.t_w && rtb_series_init_streamed(&acq, ctx, "acquire", cap) == RTB_OK) {
+        if (rtb_series_init_streamed(&rel, ctx, "release", cap) == RTB_OK)
             series_ok = true;
         else
             rtb_series_free(&acq);
@@ -163,6 +163,8 @@ static rtb_result run_point(rtb_ctx *ctx, int w_count, int64_t rounds)
         rtb_series_push(&acq, rtb_stamp_ns(x.t_c[k] - x.t_a[k]));
         if (k < woken)
             rtb_series_push(&rel, rtb_stamp_ns(x.t_w[k] - x.t_g[k]));
+        rtb_series_drain(&acq); /* the threads are joined: nothing is measured */
+        rtb_series_drain(&rel);
     }
     if (r == RTB_PASSED && (late || woken != j))
         rtb_warn(ctx, ctx->port->realtime ? "not_preempted" : "not_realtime",

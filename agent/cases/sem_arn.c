@@ -16,11 +16,11 @@ static rtb_result run(rtb_ctx *ctx)
                                                             : ctx->opt->max_samples;
     rtb_series give, take;
     rtb_sem s;
-    if (rtb_series_init(&give, "give", cap) != RTB_OK) {
+    if (rtb_series_init_streamed(&give, ctx, "give", cap) != RTB_OK) {
         rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples", (unsigned long long)cap);
         return RTB_ERROR;
     }
-    if (rtb_series_init(&take, "take", cap) != RTB_OK || rtb_sem_create(&s, 0) != RTB_OK) {
+    if (rtb_series_init_streamed(&take, ctx, "take", cap) != RTB_OK || rtb_sem_create(&s, 0) != RTB_OK) {
         rtb_series_free(&give);
         rtb_emit_check_error(ctx, "setup", "no memory for %llu samples or no semaphore",
                              (unsigned long long)cap);
@@ -41,6 +41,8 @@ static rtb_result run(rtb_ctx *ctx)
         }
         rtb_series_push(&give, rtb_stamp_ns(t1 - t0));
         rtb_series_push(&take, rtb_stamp_ns(t2 - t1));
+        rtb_series_drain(&give); /* between windows: a full buffer goes out */
+        rtb_series_drain(&take);
     }
     rtb_sem_delete(&s);
     rtb_result r = RTB_PASSED;

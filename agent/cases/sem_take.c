@@ -88,10 +88,12 @@ static rtb_result unavailable(rtb_ctx *ctx, int64_t iterations, rtb_series *out)
         r = RTB_ERROR;
     int64_t done = atomic_load(&x.l_round), negative = 0;
     for (int64_t i = 1; i < done; i++) {
-        if (x.tl[i] < x.th[i]) /* L stamped before H blocked: not a sample */
+        if (x.tl[i] < x.th[i]) { /* L stamped before H blocked: not a sample */
             negative++;
-        else
+        } else {
             rtb_series_push(out, rtb_stamp_ns(x.tl[i] - x.th[i]));
+            rtb_series_drain(out); /* after the rounds: nothing is measured */
+        }
     }
     if (r == RTB_PASSED && (done < x.n || negative))
         rtb_warn(ctx, "incomplete", "unavailable: %lld of %lld rounds completed, %lld with L "
@@ -110,11 +112,11 @@ static rtb_result run(rtb_ctx *ctx)
                                                             : ctx->opt->max_samples;
     rtb_series av, un;
     rtb_sem s;
-    if (rtb_series_init(&av, "available", cap) != RTB_OK) {
+    if (rtb_series_init_streamed(&av, ctx, "available", cap) != RTB_OK) {
         rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples", (unsigned long long)cap);
         return RTB_ERROR;
     }
-    if (rtb_series_init(&un, "unavailable", cap) != RTB_OK || rtb_sem_create(&s, 1) != RTB_OK) {
+    if (rtb_series_init_streamed(&un, ctx, "unavailable", cap) != RTB_OK || rtb_sem_create(&s, 1) != RTB_OK) {
         rtb_series_free(&av);
         rtb_emit_check_error(ctx, "setup", "no memory for %llu samples or no semaphore",
                              (unsigned long long)cap);
@@ -133,6 +135,7 @@ static rtb_result run(rtb_ctx *ctx)
         }
         rtb_series_push(&av, rtb_stamp_ns(t1 - t0));
         rtb_sem_give(&s); /* back to 1, untimed */
+        rtb_series_drain(&av); /* between windows: a full buffer goes out */
     }
     rtb_sem_delete(&s);
     if (failures) {

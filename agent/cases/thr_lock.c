@@ -77,8 +77,8 @@ static rtb_result run(rtb_ctx *ctx)
     size_t count = (size_t)rtb_param(ctx, "count");
     size_t cap = count < ctx->opt->max_samples ? count : ctx->opt->max_samples;
     rtb_series lock, unlock;
-    if (rtb_series_init(&lock, "lock", cap) != RTB_OK ||
-        rtb_series_init(&unlock, "unlock", cap) != RTB_OK) {
+    if (rtb_series_init_streamed(&lock, ctx, "lock", cap) != RTB_OK ||
+        rtb_series_init_streamed(&unlock, ctx, "unlock", cap) != RTB_OK) {
         rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples", (unsigned long long)cap);
         return RTB_ERROR;
     }
@@ -93,6 +93,8 @@ static rtb_result run(rtb_ctx *ctx)
         rtb_stamp t2 = rtb_stamp_now();
         rtb_series_push(&lock, rtb_stamp_ns(t1 - t0));
         rtb_series_push(&unlock, rtb_stamp_ns(t2 - t1));
+        rtb_series_drain(&lock); /* between windows: a full buffer goes out */
+        rtb_series_drain(&unlock);
     }
     if (rc != RTB_OK) {
         rtb_emit_check_error(ctx, "lock", "the port's scheduler lock failed (error %d)", rc);

@@ -163,9 +163,16 @@ typedef struct rtb_series {
     const char *point_key;  /* sweep coordinate name, or NULL */
     int64_t point_value;
     int64_t *v;             /* preallocated, prefaulted */
-    size_t cap, n;
+    size_t cap, n;          /* room in v now, samples in v */
     uint64_t dropped;       /* pushed when full: in the hist, not in v */
     rtb_hist hist;
+    /* A streamed series (rtb_series_init_streamed): v holds `buffered`
+     * samples at a time, sent out as `samples` records between measured
+     * windows (rtb_series_drain); `sent` were sent already, `limit` is
+     * how many the series keeps in all (what cap is for the others). */
+    struct rtb_ctx *stream_ctx;
+    size_t buffered, limit;
+    uint64_t sent;
 } rtb_series;
 
 /* Outside measured sections only: allocates and prefaults the sample
@@ -177,6 +184,22 @@ void rtb_series_set_kind(rtb_series *s, rtb_kind kind);
 const char *rtb_kind_name(rtb_kind kind);
 const char *rtb_kind_unit(rtb_kind kind);
 void rtb_series_free(rtb_series *s);
+/* The same, for a series whose samples leave the RAM as they fill (a
+ * board's 64 KiB): v holds RTB_SERIES_BUFFER samples (rtb/config.h; all of
+ * cap where the port sets none), and the case calls rtb_series_drain at
+ * points where nothing is measured. The records carry each chunk's offset,
+ * so the host reassembles the same series a held one gives. */
+int rtb_series_init_streamed(rtb_series *s, struct rtb_ctx *ctx, const char *name, size_t cap);
+/* Outside measured windows only: the buffered samples as `samples`
+ * records; the buffer is empty after. */
+void rtb_series_flush(rtb_series *s);
+/* Outside measured windows, after pushes: flushes a streamed series whose
+ * buffer is full (a no-op otherwise), so the next push finds room. */
+static inline void rtb_series_drain(rtb_series *s)
+{
+    if (s->stream_ctx && s->cap && s->n == s->cap)
+        rtb_series_flush(s);
+}
 /* Cheap enough for measured sections: no syscall, no allocation. */
 static inline void rtb_series_push(rtb_series *s, int64_t v)
 {
@@ -466,6 +489,7 @@ typedef enum {
     RTB_INJ_WAKE_DELAY,    /* a late wake-up: busy-wait NS after every rtb_sleep_until */
     RTB_INJ_HW_STALL,      /* NOISE-HW: busy-wait NS mid-way through every interrupts-off window */
     RTB_INJ_THREAD_STACK,  /* an RTOS port: case threads get a stack of N bytes (overflow check) */
+    RTB_INJ_SERIES_BUFFER, /* a streamed series buffers N samples (its records' reassembly) */
     RTB_INJ_COUNT
 } rtb_inject_site;
 

@@ -210,6 +210,28 @@ static void emit_hist(rtb_ctx *ctx, const rtb_series *s, const rtb_tags *tags)
     rtb_rec_end(ctx->stream);
 }
 
+/* The samples in v, each chunk at its index in the whole series (a
+ * streamed series sent `sent` of them before). */
+static void emit_samples(rtb_ctx *ctx, const rtb_series *s, const rtb_tags *tags)
+{
+    if (!ctx->opt->samples)
+        return;
+    for (size_t off = 0; off < s->n; off += CHUNK) {
+        size_t n = s->n - off < CHUNK ? s->n - off : CHUNK;
+        rtb_json *j = rtb_rec_begin(ctx->stream, "samples");
+        series_keys(j, ctx, s, tags);
+        rtb_json_str(j, "enc", "zzd-varint-b64");
+        rtb_json_u64(j, "offset", s->sent + off);
+        rtb_json_u64(j, "count", n);
+        if (rtb_json_str_open(j, "data")) {
+            b64_writer w = {.j = j};
+            encode_chunk(s->v + off, n, &w);
+            rtb_json_str_close(j);
+        }
+        rtb_rec_end(ctx->stream);
+    }
+}
+
 void rtb_emit_series(rtb_ctx *ctx, const rtb_series *s) { rtb_emit_series_tagged(ctx, s, NULL); }
 
 void rtb_emit_series_tagged(rtb_ctx *ctx, const rtb_series *s, const rtb_tags *tags)
@@ -220,22 +242,18 @@ void rtb_emit_series_tagged(rtb_ctx *ctx, const rtb_series *s, const rtb_tags *t
     rtb_json_u64(j, "dropped", s->dropped);
     rtb_rec_end(ctx->stream);
     emit_hist(ctx, s, tags);
-    if (!ctx->opt->samples)
+    emit_samples(ctx, s, tags);
+}
+
+void rtb_series_flush(rtb_series *s)
+{
+    if (!s->stream_ctx)
         return;
-    for (size_t off = 0; off < s->n; off += CHUNK) {
-        size_t n = s->n - off < CHUNK ? s->n - off : CHUNK;
-        j = rtb_rec_begin(ctx->stream, "samples");
-        series_keys(j, ctx, s, tags);
-        rtb_json_str(j, "enc", "zzd-varint-b64");
-        rtb_json_u64(j, "offset", off);
-        rtb_json_u64(j, "count", n);
-        if (rtb_json_str_open(j, "data")) {
-            b64_writer w = {.j = j};
-            encode_chunk(s->v + off, n, &w);
-            rtb_json_str_close(j);
-        }
-        rtb_rec_end(ctx->stream);
-    }
+    emit_samples(s->stream_ctx, s, NULL);
+    s->sent += s->n;
+    s->n = 0;
+    size_t left = s->limit - (size_t)s->sent;
+    s->cap = left < s->buffered ? left : s->buffered;
 }
 
 static void vcheck(rtb_ctx *ctx, const char *name, const char *verdict, const char *fmt, va_list ap)

@@ -39,6 +39,12 @@
 #define RTB_MAX_SAMPLES_LIMIT 100000
 #endif
 
+/* Samples a streamed series holds in RAM (rtb_series_init_streamed) before
+ * they go out as a record; 0: all of them (sent when the case ends). */
+#ifndef RTB_SERIES_BUFFER
+#define RTB_SERIES_BUFFER 0
+#endif
+
 /* Buckets of a histogram (16 KiB of counters at 2048; each series has one). */
 #ifndef RTB_HIST_BUCKETS
 #define RTB_HIST_BUCKETS 2048
