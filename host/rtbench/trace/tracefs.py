@@ -622,6 +622,14 @@ class Recorder:
                 j.set(p, str(self.buffer_kb))
         else:
             j.set(d / "buffer_size_kb", str(self.buffer_kb))
+        overwrite = d / "options" / "overwrite"
+        if self.drain_interval is not None and overwrite.exists():
+            # Drained, the buffer is there to keep the whole run from its
+            # beginning: when the drain falls behind (one CPU: it shares it
+            # with a real-time case), drop the newest events, not the
+            # oldest with the case's begin marker (counted as lost either
+            # way). The flight recorder (no drain) keeps its last second.
+            j.set(overwrite, "0")
         for name in self.wanted_events:
             system, event = name.split(":", 1)
             enable = d / "events" / system / event / "enable"
