@@ -75,3 +75,33 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+# A child's ru_maxrss starts from the high-water mark of the process that
+# spawned it (Linux carries the spawning mm's peak across exec): spawned
+# straight from pytest, a child would report the test process's own peak,
+# and a bound on it could neither hold nor fail for the child's reasons. A
+# small launcher interpreter spawns the command and reports its peak.
+_LAUNCH = (
+    "import os, sys\n"
+    "r, w = os.pipe()\n"
+    "pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ,"
+    " file_actions=[(os.POSIX_SPAWN_DUP2, w, 2), (os.POSIX_SPAWN_CLOSE, r)])\n"
+    "os.close(w)\n"
+    "err = os.read(r, 1 << 20)\n"
+    "while chunk := os.read(r, 1 << 16):\n"
+    "    err = (err + chunk)[-(1 << 20):]\n"
+    "_, status, usage = os.wait4(pid, 0)\n"
+    "sys.stderr.write(err.decode(errors='replace'))\n"
+    "print(usage.ru_maxrss, os.waitstatus_to_exitcode(status))\n"
+)
+
+
+def peak_mib(args: list[str], env: dict[str, str] | None = None) -> tuple[int, float, str]:
+    """Exit status, peak RSS in MiB (its own) and stderr of one command."""
+    p = subprocess.run(
+        [sys.executable, "-c", _LAUNCH, *args],
+        env=env, capture_output=True, text=True, check=True, timeout=1200,
+    )  # fmt: skip
+    maxrss, code = (int(w) for w in p.stdout.split()[-2:])
+    return code, maxrss / 1024, p.stderr  # ru_maxrss is in KiB on Linux

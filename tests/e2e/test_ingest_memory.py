@@ -8,13 +8,13 @@ samples as int64 alone would add 80 MB)."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import peak_mib
 
 LIMIT_MIB = 256
 
@@ -31,14 +31,9 @@ with Store(sys.argv[2]) as store:
 
 def ingest_peak(stream: Path, db: Path) -> float:
     """Peak RSS in MiB of a child process that ingests `stream` into `db`."""
-    args = [sys.executable, "-c", _INGEST, str(stream), str(db)]
-    with subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
-        assert proc.stderr is not None
-        err = proc.stderr.read().decode(errors="replace")
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.returncode == 0, err[-2000:]
-    return float(usage.ru_maxrss) / 1024  # KiB on Linux
+    code, peak, err = peak_mib([sys.executable, "-c", _INGEST, str(stream), str(db)])
+    assert code == 0, err[-2000:]
+    return peak
 
 
 @pytest.mark.e2e

@@ -13,21 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import peak_mib
 
 SAMPLES = 10_000_000
 LIMIT_MIB = 256
-
-
-def peak_mib(args: list[str], env: dict[str, str]) -> tuple[int, float, str]:
-    """Exit status, peak RSS and stderr of one child process, its own."""
-    with subprocess.Popen(
-        args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    ) as proc:
-        assert proc.stderr is not None
-        err = proc.stderr.read().decode(errors="replace")
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, usage.ru_maxrss / 1024, err  # KiB on Linux
 
 
 @pytest.mark.e2e
@@ -53,3 +42,20 @@ def test_ten_million_samples_in_bounded_memory(agent: Path, tmp_path: Path) -> N
         (stored,) = db.execute("SELECT sum(n_samples) FROM series").fetchone()
     assert stored >= SAMPLES // 2
     assert max(peaks.values()) <= LIMIT_MIB, peaks
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in KiB: Linux")
+def test_a_child_peak_is_its_own_not_the_test_process() -> None:
+    """The bounds above read the command's own peak: spawned from a process
+    holding 512 MiB, a bare interpreter still reports its own few MiB, and
+    one that touches 256 MiB reports at least that (negative control)."""
+    held = bytearray(512 << 20)
+    held[:: 1 << 12] = b"\1" * len(held[:: 1 << 12])  # resident, not just mapped
+    _, small, _ = peak_mib([sys.executable, "-c", "pass"])
+    code, big, err = peak_mib(
+        [sys.executable, "-c", "b = bytearray(256 << 20); b[::4096] = b'1' * len(b[::4096])"]
+    )
+    del held
+    assert code == 0, err
+    assert small < 128, small
+    assert big >= 256, big

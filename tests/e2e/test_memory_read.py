@@ -7,12 +7,12 @@ a long series is read a chunk at a time, never whole."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import peak_mib
 
 from rtbench.model import CaseResult, Run, Series
 from rtbench.store import Store
@@ -38,24 +38,10 @@ def _run(n: int) -> Run:
     )
 
 
-# A child's ru_maxrss starts from the memory of the process that spawned it
-# (Linux carries the spawning mm's high-water mark across exec; this test
-# process holds the runs it stores): a small launcher spawns each command.
-LAUNCH = (
-    "import os, sys\n"
-    "pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ)\n"
-    "_, status, usage = os.wait4(pid, 0)\n"
-    "print(usage.ru_maxrss, os.waitstatus_to_exitcode(status))\n"
-)
-
-
 def _peak_mib(args: list[str], env: dict[str, str]) -> float:
-    p = subprocess.run(
-        [sys.executable, "-c", LAUNCH, *args], env=env, capture_output=True, text=True, check=True
-    )
-    maxrss, code = (int(w) for w in p.stdout.split()[-2:])
-    assert code in (0, 1), f"{' '.join(args[3:])}: exit {code}\n{p.stderr[-2000:]}"
-    return maxrss / 1024  # KiB on Linux
+    code, peak, err = peak_mib(args, env)
+    assert code in (0, 1), f"{' '.join(args[3:])}: exit {code}\n{err[-2000:]}"
+    return peak
 
 
 @pytest.mark.e2e
