@@ -13,6 +13,7 @@ from test_analysis_fixtures import C, S, build_run
 from rtbench.analysis.stats import (
     INDICATORS,
     PERCENTILES,
+    computed_once,
     guided_percentiles,
     hist_percentile,
     hist_percentile_range,
@@ -149,3 +150,19 @@ def test_a_histogram_that_does_not_match_the_samples_is_not_trusted() -> None:
     wrong = Histogram(s.hist.layout, [(i, c) for i, c in s.hist.counts][1:], s.n, s.min, s.max, 0)
     assert guided_percentiles(s.samples, wrong) is None
     assert series_stats(s).pct[50.0] == 1999  # the samples decide
+
+
+def test_figures_computed_once_per_block_and_per_filter() -> None:
+    """A report's summary, ratings and cases share each series' figures
+    inside `computed_once`; the 3-sigma figures stay apart, and outside
+    the block every call computes afresh (nothing outlives a report)."""
+    s = one_series([3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 1000])
+    with computed_once():
+        plain = series_stats(s)
+        assert series_stats(s) is plain
+        filtered = series_stats(s, sigma3=True)
+        assert filtered is not plain and series_stats(s, sigma3=True) is filtered
+        other = series_stats(one_series([3, 1, 4]))
+        assert other is not plain and other.n == 3
+    assert series_stats(s) is not plain
+    assert series_stats(s) == plain

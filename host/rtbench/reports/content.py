@@ -16,7 +16,7 @@ from rtbench.analysis.determinism import Curve, curves
 from rtbench.analysis.evt import EvtResult, worst_case
 from rtbench.analysis.rating import Rating, overall_rating, rate_run
 from rtbench.analysis.scores import Score, composite_score, fmt_score, indicator_scores
-from rtbench.analysis.stats import PCT_NAMES, Stats, case_stats, has_all_samples
+from rtbench.analysis.stats import PCT_NAMES, Stats, case_stats, computed_once, has_all_samples
 from rtbench.model import CaseResult, Check, Run, Series, StreamIssue, Warning, point_key
 from rtbench.reference import ReferenceFigure, figures_for
 from rtbench.reports import charts
@@ -339,6 +339,11 @@ def _not_realtime(run: Run) -> str | None:
 def run_view(run: Run, *, details: bool = True, draw: bool = True) -> RunView:
     """Everything a report shows of one run; `details` adds the per-case
     sections, `draw` their charts (the Markdown report has none)."""
+    with computed_once():  # the summary, ratings and cases share each series' figures
+        return _run_view(run, details, draw)
+
+
+def _run_view(run: Run, details: bool, draw: bool) -> RunView:
     ratings = rate_run(run)
     scores = indicator_scores(run)
     checks: dict[str, int] = {}
