@@ -4,6 +4,8 @@ checked stopped, so no test leaves a board behind)."""
 
 from __future__ import annotations
 
+from tools import firmware
+
 from rtbench.model import CaseResult, Run
 from rtbench.run.measure import measure, plan_for
 from rtbench.targets import resolve
@@ -14,6 +16,10 @@ from rtbench.transports.board import BoardTransport
 def measure_board(spec: str, args: list[str]) -> tuple[Run, BoardTransport]:
     target = resolve(spec)
     assert isinstance(target, BoardTarget), spec
+    # Built here first: without its RTOS kernel (no network, no mirror
+    # named) a skip naming the variable, a fail in CI, not a build error.
+    firmware(target.spec.port.name, target.spec.board.name,
+             "test" if target.settings.flavor == "test" else "release")  # fmt: skip
     transport = target.transport()
     try:
         run = measure(transport, plan_for(target, args)).run
