@@ -45,8 +45,19 @@ class AgentResult:
     run: Run
 
 
+# Only for an agent that hangs: the agent bounds its own run (each case's
+# hard deadline plus 20 s of slack, the loads' start and stop waits), and on
+# a loaded machine a run of two cases with loads legitimately took over 120 s
+# (tests/agent/test_loads.py in a fresh chroot at load 51). A harness timeout
+# below the agent's own bound would turn a slow machine into an error.
+AGENT_HANG_S = 600.0
+
+
 def _run(
-    exe: Path, args: list[str], timeout: float = 120.0, preexec: Callable[[], None] | None = None
+    exe: Path,
+    args: list[str],
+    timeout: float = AGENT_HANG_S,
+    preexec: Callable[[], None] | None = None,
 ) -> AgentResult:
     proc = subprocess.run(
         [str(exe), *args], capture_output=True, timeout=timeout, preexec_fn=preexec, check=False
