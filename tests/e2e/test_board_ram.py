@@ -74,11 +74,12 @@ OVER: dict[str, set[str]] = {
     # high-water mark holds the exception frames pushed on it, so code that
     # moves when interrupts come moves a case near the limit across it.
     "ucos3": set(_OVER_ALL) | {"MEM-POOL", "SEM-B-REL", "THR-B-RR", "THR-CTX", "THR-SW", "TM-COOP"},
-    # uC/OS-II's static RAM is 7 KiB above FreeRTOS's: its two streamed
-    # series put SEM-NEW, SEM-ARN, MUT-ARN and THR-LOCK 3-5 KiB over.
-    "ucos2": set(_OVER_ALL)
-    | {"MUT-ARN", "SEM-ARN", "SEM-B-REL", "SEM-NEW", "THR-LOCK"}
-    | {"TM-BASIC", "TM-IRQ", "TM-IRQ-PRE", "TM-MSG", "TM-SYNC"},
+    # uC/OS-II's static RAM (42,800 B, its task and event tables sized to
+    # 40 threads) is 2 KiB above FreeRTOS's: its two streamed series put
+    # SEM-NEW, SEM-ARN, MUT-ARN (66,884) and THR-LOCK (68,472) over. Their
+    # heap is newlib's 4 KiB sbrk steps, so a shift of the heap's start
+    # moves them by 4 KiB either way.
+    "ucos2": set(_OVER_ALL) | {"MUT-ARN", "SEM-ARN", "SEM-NEW", "THR-LOCK"},
 }
 
 

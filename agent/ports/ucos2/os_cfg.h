@@ -21,11 +21,18 @@
  * a "normal" one below them, idle (ports/ucos2/ucos2_port.h). */
 #define OS_LOWEST_PRIO 122u
 
-#define OS_MAX_EVENTS 160u /* semaphores, mutexes, queues, threads' done-semaphores */
+/* Static tables, sized to the agent (28 bytes an event, 52 a task): each
+ * of the port's 40 thread slots (RTB_UCOS2_THREADS, port.c) holds a
+ * done-semaphore, each of the 8 queues two events, 40 left for the
+ * cases' mutexes and semaphores (160 before: the same sum for 104 slots,
+ * one per priority, when no case runs more than 33). A full table makes
+ * OSSemCreate/OSMutexCreate/OSQCreate return NULL and OSTaskCreateExt
+ * OS_ERR_TASK_NO_MORE_TCB: the port returns RTB_ENOMEM for both. */
+#define OS_MAX_EVENTS 96u
 #define OS_MAX_FLAGS 1u
 #define OS_MAX_MEM_PART 1u
 #define OS_MAX_QS 8u
-#define OS_MAX_TASKS 110u /* at most one per priority anyway */
+#define OS_MAX_TASKS 41u /* the 40 thread slots and the agent's main task */
 
 #define OS_SCHED_LOCK_EN 1u
 #define OS_TICK_STEP_EN 0u

@@ -11,7 +11,14 @@
 #include "ucos2_port.h"
 #include "slots.h"
 
-#define RTB_UCOS2_THREADS 104 /* at most one per priority */
+/* uC/OS-II's TCBs are a static table (OS_MAX_TASKS in os_cfg.h, 52 bytes
+ * each, with one done-semaphore each in OS_MAX_EVENTS), paid whether used
+ * or not: 104 slots (one per priority) cost 7 KiB of RAM that no suite
+ * uses (issue 22: a case in 64 KiB). The most any default case runs at
+ * once is 33 (SEM-ARC W=32 and its creator); 40 leave a margin. A case
+ * asking for more gets RTB_ENOMEM and says so (SEM-ARC: "only N waiters
+ * could be created"). */
+#define RTB_UCOS2_THREADS 40
 #define RTB_UCOS2_STACK_ARENA (RTB_UCOS2_THREADS * RTB_THREAD_STACK)
 
 typedef struct thread_slot {
@@ -149,6 +156,8 @@ int rtb_thread_create(rtb_thread *t, const rtb_thread_attr *attr, rtb_thread_fn 
         OSSemDel(s->done, OS_DEL_ALWAYS, &e2);
         slot_free(s);
         ((thread_obj *)(void *)t)->slot = NULL;
+        if (err == OS_ERR_TASK_NO_MORE_TCB)
+            return RTB_ENOMEM; /* OS_MAX_TASKS: the table is full */
         return err == OS_ERR_PRIO_EXIST ? RTB_ENOTSUP : RTB_EFAIL;
     }
     return RTB_OK;
