@@ -21,9 +21,11 @@ FloatArray = npt.NDArray[np.float64]
 # partitioned (2 MiB, so that the peak hardly depends on the data); a wider
 # one is counted into buckets first.
 GATHER = 1 << 18
-# Buckets of one counting pass: each pass narrows a range 65,536-fold, so an
-# int64 range takes at most four.
-_BUCKET_BITS = 16
+# Buckets of one counting pass (2 MiB of counts): each pass narrows a range
+# 262,144-fold, so an int64 range takes at most four, and a latency series
+# spanning up to 262 µs in ns (CAL-TIMER's) is counted exactly in one pass,
+# where 2^16 buckets took a second pass over every chunk.
+_BUCKET_BITS = 18
 
 
 class Concatenated(ChunkedSamples):
@@ -57,6 +59,28 @@ def windows(data: ChunkedSamples, size: int) -> Iterator[Int64Array]:
         while at < chunk.size:
             take = min(size - fill, chunk.size - at)
             buf[fill : fill + take] = chunk[at : at + take]
+            fill += take
+            at += take
+            if fill == size:
+                yield buf
+                fill = 0
+    if fill:
+        yield buf[:fill]
+
+
+def deviations(data: ChunkedSamples, size: int, mu: float) -> Iterator[FloatArray]:
+    """`windows(data, size)` as float64 minus `mu`, each value converted
+    and subtracted as `w.astype(float64) - mu` does it (the same windows, so
+    sums over them round as they did), written straight from the chunks
+    into one float buffer, refilled for the next window: no int64 copy of a
+    window beside it."""
+    buf = np.empty(min(size, max(len(data), 1)), dtype=np.float64)
+    fill = 0
+    for chunk in data.chunks():
+        at = 0
+        while at < chunk.size:
+            take = min(size - fill, chunk.size - at)
+            np.subtract(chunk[at : at + take], mu, out=buf[fill : fill + take])
             fill += take
             at += take
             if fill == size:
@@ -101,7 +125,7 @@ def select(
     """{k: the k-th smallest sample (0-based)} for each k in `ranks`, exactly.
 
     A value range and the number of samples below it locate each rank;
-    counting passes narrow a range (a bucket of 2^16 per pass) until it is a
+    counting passes narrow a range (2^18 buckets a pass) until it is a
     single value or holds few enough samples to gather and partition.
     `bounds`: the samples' (min, max) when known (a series' summary), which
     saves a pass; checked by the counts, and found by a pass when wrong."""

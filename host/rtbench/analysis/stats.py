@@ -32,7 +32,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from rtbench.analysis.chunkwise import select, windows
+from rtbench.analysis.chunkwise import deviations, select, windows
 from rtbench.analysis.stored import usable_hist
 from rtbench.catalogue import Table, sigma3_cases
 from rtbench.model import (
@@ -143,11 +143,8 @@ def sample_moments(
         mean = total / n
     mu = mean
     ss = 0.0
-    for part in windows(data, _SLICE):
-        d = part.astype(np.float64)
-        d -= mu  # in place: one slice of float64 temporaries, not two
+    for d in deviations(data, _SLICE, mu):  # one float64 slice, reused
         ss += float(np.dot(d, d))
-        del d  # before the next slice's is made, not after
     return mu, math.sqrt(ss / n)
 
 

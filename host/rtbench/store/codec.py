@@ -99,8 +99,13 @@ def decode_into(out: Int64Array, blob: bytes, encoding: str = SAMPLES_ENCODING) 
         if len(raw) != 8 * count:
             raise StoreError(f"damaged samples blob: {len(raw)} bytes for {count} samples")
         shuffled = np.frombuffer(raw, dtype=np.uint8).reshape(8, count)
+        # Latencies leave most high-byte planes all zero: one memset, then
+        # only the planes that hold something are copied (a strided byte
+        # copy costs ten times the test for a nonzero byte).
+        out.fill(0)
         for k in range(8):  # a plane at a time: 1.6x faster than one transposed copy
-            planes[:, k] = shuffled[k]
+            if shuffled[k].any():
+                planes[:, k] = shuffled[k]
     elif encoding == ZLIB_ENCODING:
         _zlib_into(planes, count, blob)
     else:
