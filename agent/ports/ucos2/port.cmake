@@ -39,4 +39,9 @@ target_sources(rtb_core PRIVATE
   ports/ucos2/port.c
   ports/ucos2/sync.c)
 target_link_libraries(rtb_core PUBLIC ucos2_kernel)
+# Interrupts run on the kernel's own stack (OS_CPU_ExceptStk) once it starts: the
+# board's main stack serves main() until OSStart only (OSInit, creating the
+# first task; fatal()'s snprintf the deepest), 2 KiB, not the 4 KiB a
+# port whose interrupts use it needs (issue 22: every case in 64 KiB).
+target_link_options(rtbench-agent PRIVATE "LINKER:--defsym=__main_stack_size__=0x800")
 target_sources(rtbench-agent PRIVATE ports/ucos2/firmware.c ports/ucos2/load.c boards/common/load.c)
