@@ -8,7 +8,7 @@ samples of one narrow value range.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +26,9 @@ GATHER = 1 << 18
 # spanning up to 262 µs in ns (CAL-TIMER's) is counted exactly in one pass,
 # where 2^16 buckets took a second pass over every chunk.
 _BUCKET_BITS = 18
+# A pass counting several narrowed ranges at once (one a pending rank) uses
+# 2^16 buckets for each, so that their counts stay small together.
+_NARROW_BITS = 16
 
 
 class Concatenated(ChunkedSamples):
@@ -68,26 +71,61 @@ def windows(data: ChunkedSamples, size: int) -> Iterator[Int64Array]:
         yield buf[:fill]
 
 
-def deviations(data: ChunkedSamples, size: int, mu: float) -> Iterator[FloatArray]:
-    """`windows(data, size)` as float64 minus `mu`, each value converted
-    and subtracted as `w.astype(float64) - mu` does it (the same windows, so
-    sums over them round as they did), written straight from the chunks
-    into one float buffer, refilled for the next window: no int64 copy of a
-    window beside it."""
-    buf = np.empty(min(size, max(len(data), 1)), dtype=np.float64)
-    fill = 0
-    for chunk in data.chunks():
+class SquaredDeviations:
+    """The sum of (x - mu)^2 over samples fed a chunk at a time, as a
+    whole-array loop sums it: each window of `size` converted and
+    subtracted as `w.astype(float64) - mu` does it, then `np.dot(d, d)`,
+    the windows' sums added in order. The values are written straight from
+    the chunks into one float buffer, refilled for the next window: no int64
+    copy of a window beside it."""
+
+    def __init__(self, size: int, mu: float, n: int) -> None:
+        self.size, self.mu = size, mu
+        self.buf = np.empty(min(size, max(n, 1)), dtype=np.float64)
+        self.fill = 0
+        self.seen = 0  # samples fed
+        self.ss = 0.0
+
+    def add(self, chunk: Int64Array) -> None:
         at = 0
         while at < chunk.size:
-            take = min(size - fill, chunk.size - at)
-            np.subtract(chunk[at : at + take], mu, out=buf[fill : fill + take])
-            fill += take
+            take = min(self.size - self.fill, chunk.size - at)
+            np.subtract(chunk[at : at + take], self.mu, out=self.buf[self.fill : self.fill + take])
+            self.fill += take
             at += take
-            if fill == size:
-                yield buf
-                fill = 0
-    if fill:
-        yield buf[:fill]
+            if self.fill == self.size:
+                self.ss += float(np.dot(self.buf, self.buf))
+                self.fill = 0
+        self.seen += chunk.size
+
+    def total(self) -> float:
+        if self.fill:
+            d = self.buf[: self.fill]
+            self.ss += float(np.dot(d, d))
+            self.fill = 0
+        return self.ss
+
+
+class Tapped(ChunkedSamples):
+    """`data`, whose first complete pass also feeds each chunk to `tap`:
+    two figures from one decode of every chunk (a stored series' chunks are
+    decompressed on each pass)."""
+
+    def __init__(self, data: ChunkedSamples, tap: Callable[[Int64Array], None]) -> None:
+        self.data, self.tap = data, tap
+        self.tapped = False  # a whole pass was fed
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def chunks(self) -> Iterator[Int64Array]:
+        if self.tapped:
+            yield from self.data.chunks()
+            return
+        for c in self.data.chunks():
+            self.tap(c)
+            yield c
+        self.tapped = True
 
 
 def value_range(data: ChunkedSamples) -> tuple[int, int] | None:
@@ -194,7 +232,8 @@ def _pass(
     """One pass over the samples: the values in each `gather` range, and the
     bucket counts (shift, counts) of each `count` range."""
     parts: dict[tuple[int, int], list[Int64Array]] = {r: [] for r in gather}
-    shifts = {r: max(0, (r[1] - r[0]).bit_length() - _BUCKET_BITS) for r in count}
+    bits = _BUCKET_BITS if len(count) == 1 else _NARROW_BITS
+    shifts = {r: max(0, (r[1] - r[0]).bit_length() - bits) for r in count}
     counts = {r: np.zeros(((r[1] - r[0]) >> shifts[r]) + 1, dtype=np.int64) for r in count}
     for c in data.chunks():
         if not c.size:

@@ -32,7 +32,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from rtbench.analysis.chunkwise import deviations, select, windows
+from rtbench.analysis.chunkwise import SquaredDeviations, Tapped, select, windows
 from rtbench.analysis.stored import usable_hist
 from rtbench.catalogue import Table, sigma3_cases
 from rtbench.model import (
@@ -142,10 +142,10 @@ def sample_moments(
             total += float(part.sum(dtype=np.float64))
         mean = total / n
     mu = mean
-    ss = 0.0
-    for d in deviations(data, _SLICE, mu):  # one float64 slice, reused
-        ss += float(np.dot(d, d))
-    return mu, math.sqrt(ss / n)
+    squares = SquaredDeviations(_SLICE, mu, n)  # one float64 slice, reused
+    for part in data.chunks():
+        squares.add(part)
+    return mu, math.sqrt(squares.total() / n)
 
 
 def sample_percentiles(
@@ -355,14 +355,24 @@ def _series_stats(s: Series, sigma3: bool) -> Stats:
 def _from_samples(s: Series, sigma3: bool) -> Stats:
     data = s.chunked
     assert data is not None
-    mu, sd = sample_moments(data, s.mean)
     if isinstance(data, ArraySamples):
+        mu, sd = sample_moments(data, s.mean)
         hist = usable_hist(s)
         guided = guided_percentiles(data.values, hist) if hist is not None else None
         values = guided if guided is not None else sample_percentiles(data.values)
     else:  # a long stored series: exact, a chunk at a time (the same figures)
         bounds = (s.min, s.max) if s.min is not None and s.max is not None else None
-        values = sample_percentiles(data, bounds=bounds)
+        squares: SquaredDeviations | None = None
+        tapped: ChunkedSamples = data
+        mean = s.mean
+        if mean is not None and len(data):  # the moments ride the first counting pass
+            squares = SquaredDeviations(_SLICE, mean, len(data))
+            tapped = Tapped(data, squares.add)
+        values = sample_percentiles(tapped, bounds=bounds)
+        if mean is not None and squares is not None and squares.seen == len(data):
+            mu, sd = mean, math.sqrt(squares.total() / len(data))
+        else:
+            mu, sd = sample_moments(data, s.mean)
     pct = dict(zip(PERCENTILES, values, strict=True))
     exact = {q: (x, x) for q, x in pct.items()}
     st = Stats(s.n, s.min, s.max, s.mean, sd, pct, bounded=False, pct_range=exact)
