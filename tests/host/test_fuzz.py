@@ -4,7 +4,7 @@ Three sources of bad input, none of which may make the host raise (the one
 documented exception is `UnsupportedStreamVersion`, for a stream in a newer
 format):
 
-- a seeded mutation loop over the corpus runs' records: a million records,
+- a seeded mutation loop over the corpus runs' records: 400,000 records,
   each resealed with a right CRC, with field types and values replaced,
   fields dropped or added, objects where numbers belong, kinds swapped. The
   records that survive are assembled, and a sample of the runs is stored,
@@ -54,8 +54,12 @@ CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 sys.path.insert(0, str(CORPUS))
 import make_corpus  # noqa: E402
 
-RECORDS_TO_FUZZ = 1_000_000
-STORE_EVERY = 250  # runs: storing is milliseconds a run, parsing microseconds a record
+# 400,000 records (seed 8) reach every (record kind, mutated field,
+# replace/drop/add) of the million this test fed before (314 of 314), every
+# kind swap (108) and 1,003 of its 1,023 (kind, operation, value) triples,
+# for 40 % of the CPU time; the mutations are deterministic in the seed.
+RECORDS_TO_FUZZ = 400_000
+STORE_EVERY = 100  # runs: storing is milliseconds a run, parsing microseconds a record
 
 I64, U64 = 1 << 63, 1 << 64
 INTERESTING: list[Any] = [
@@ -198,7 +202,7 @@ def read_back(store: Store, run: Run) -> None:
     write_csv(loaded, io.StringIO())
 
 
-def test_a_million_mutated_records(tmp_path: Path) -> None:
+def test_400k_mutated_records(tmp_path: Path) -> None:
     fed = kept = reported = runs = 0
     with Store(tmp_path / "fuzz.sqlite") as store:
         for lines in mutated_streams(seed=8):
