@@ -14,7 +14,10 @@ from rtbench.io.atomic import AtomicSink, OutputError, atomic_text, write_text
 from rtbench.model import Run
 from rtbench.run.journal import Journal, candidates, claimed, journal_dir, read_header
 from rtbench.run.measure import StopSignals, read_stream
+from rtbench.run.session import Interrupted, collect
 from rtbench.stream import StreamWriter, default_hello
+from rtbench.stream.assemble import END_LOST, ENDED_INSIDE
+from rtbench.transports.replay import ReplayTransport
 
 HOST = {
     "kernel_release": "6.18.0-host",
@@ -131,3 +134,34 @@ def test_stop_signals_interrupt_only_the_reading() -> None:
             pass  # a stop already asked for ends the reading at once
     assert "SIGTERM" in stop.why()
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+@pytest.mark.parametrize("fixed", [True, False])
+def test_a_signal_while_a_line_is_handled_waits_for_it(tmp_path: Path, fixed: bool) -> None:
+    """SIGTERM landing right after the journal took a case's `end`: the run
+    still holds that case finished (the journal and the run agree). The
+    negative control arms the whole reading, as before the fix, and loses it."""
+    w = StreamWriter()
+    w.hello(default_hello(["CAL-REF", "SYS-CALL"]))
+    for case in ("CAL-REF", "SYS-CALL"):
+        w.begin(case)
+        w.series(case, "t_std", [1000] * 10)
+        w.end(case)
+    path = tmp_path / "s.rtb"
+    path.write_text("".join(w.lines))
+    journaled: list[bytes] = []
+
+    def tee(raw: bytes, rec: object) -> None:
+        journaled.append(raw)
+        if b" end " in raw and b"CAL-REF" in raw:  # the journal has CAL-REF's end
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    with StopSignals() as stop, pytest.raises(Interrupted) as got:
+        if fixed:
+            collect(ReplayTransport(path), [], tee=tee, armed=stop.armed)
+        else:  # the old way: armed around the whole reading
+            with stop.armed():
+                collect(ReplayTransport(path), [], tee=tee)
+    finished = [c.case for c in got.value.run.cases if c.reason not in (ENDED_INSIDE, END_LOST)]
+    assert any(b" end " in r and b"CAL-REF" in r for r in journaled)
+    assert ("CAL-REF" in finished) == fixed, finished
