@@ -6,6 +6,8 @@ under load)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -104,3 +106,34 @@ def test_records_written_before_a_ctrl_c_are_kept(tmp_path: Path) -> None:
         ("THR-SW", "passed"),
     ]
     assert any("interrupted" in i.detail for i in run.issues)
+
+
+class _Held(_Markers):
+    """A reader that waits on `gate` before handing over each line: the
+    previous child's reader still draining on a loaded host."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def _line(self, line: bytes) -> bytes | None:
+        self.gate.wait(timeout=30)
+        return line
+
+
+def test_a_previous_childs_late_reader_feeds_only_its_own_run() -> None:
+    """Started again while the first child's reader still holds its lines:
+    the second run reads its own lines only, never the first one's (their
+    stale `end` ended a QEMU guest's next run early under stress-ng)."""
+    t = _Held()
+    t.start("echo old1; echo old2; echo old3")
+    time.sleep(0.5)  # the first reader holds `old1` at the gate
+    t._reset_streams()  # as QemuTransport.start does before the next child
+    t.start("echo new1; echo new2")
+    t.idle_timeout = 10
+    t.gate.set()
+    try:
+        got = list(t.lines())
+    finally:
+        t.stop()
+    assert got == [b"new1", b"new2"], got

@@ -132,8 +132,16 @@ class ChildTransport:
             else:
                 assert self.proc.stdout is not None
                 self._stdout = self.proc.stdout
+        # The reader gets this child's queue and output, not the attributes:
+        # a previous child's reader still draining on a loaded host (its
+        # join gives up after 5 s) would otherwise put its stale lines, and
+        # its end, into the next run's queue.
         self._readers = [
-            threading.Thread(target=self._pump, daemon=True),
+            threading.Thread(
+                target=self._pump,
+                args=(self._queue, self._stdout, self.cut_lines, self._followed),
+                daemon=True,
+            ),
             threading.Thread(target=self._drain_stderr, daemon=True),
         ]
         for t in self._readers:
@@ -144,15 +152,21 @@ class ChildTransport:
         None for one the transport consumes itself. Runs on the reader."""
         return line
 
-    def _pump(self) -> None:
-        for raw in bounded_lines(self._stdout, self.cut_lines):
+    def _pump(
+        self,
+        out: queue.Queue[bytes | None],
+        stdout: IO[bytes],
+        cut_lines: list[int],
+        followed: bool,
+    ) -> None:
+        for raw in bounded_lines(stdout, cut_lines):
             self._heard = time.monotonic()
             line = self._line(raw)
             if line is not None:
-                self._queue.put(line)
-        if self._followed:
-            self._stdout.close()  # the file is gone with its last descriptor
-        self._queue.put(None)  # the end of the stream (an empty line is a line)
+                out.put(line)
+        if followed:
+            stdout.close()  # the file is gone with its last descriptor
+        out.put(None)  # the end of the stream (an empty line is a line)
 
     def _drain_stderr(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
