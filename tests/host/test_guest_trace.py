@@ -46,17 +46,7 @@ def _received(damage: Callable[[list[bytes]], list[bytes]] = lambda x: x) -> gue
 
 def test_a_guest_trace_round_trips_to_the_same_capture(tmp_path: Path) -> None:
     original = Capture.load(SAMPLE)
-    got = guest_trace.Received(guest_trace.request(flight=False))
-    events = ",".join(original.events)
-    lines = [f"begin clock={original.clock} events=,{events}".encode(), b"overrun cpu1 3"]
-    for cpu in original.cpus:
-        lines += _lines(f"cpu{cpu}.raw", (SAMPLE / f"cpu{cpu}.raw").read_bytes())
-    for path in sorted((SAMPLE / "formats").iterdir()):
-        lines += _lines(f"formats/{path.name}", path.read_bytes())
-    for name in ("header_page", "header_event"):
-        lines += _lines(name, (SAMPLE / name).read_bytes())
-    for line in [*lines, b"end"]:
-        got.feed(line)
+    got = _received()
     assert got.ended and got.clock == original.clock and got.events == original.events
     got.save(tmp_path)
     back = Capture.load(tmp_path)

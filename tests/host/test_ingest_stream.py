@@ -20,7 +20,7 @@ from rtbench.model import Run
 from rtbench.store import Store
 from rtbench.store import spill as spill_module
 from rtbench.store.spill import SpilledSamples
-from rtbench.stream import Assembler, StreamParser, StreamWriter, encode_zzd, parse_lines
+from rtbench.stream import StreamWriter, assemble_lines, encode_zzd, parse_lines
 from rtbench.stream.codec import CodecError, decode_chunks
 
 CHUNK = 997
@@ -99,13 +99,7 @@ def reference(lines: list[str]) -> dict[str, tuple[list[int], set[int]]]:
 
 
 def streamed(lines: list[str]) -> Run:
-    parser, assembler = StreamParser(keep=False), Assembler()
-    for line in lines:
-        record = parser.feed(line)
-        if record is not None:
-            assembler.add(record)
-    result = parser.finish()
-    return assembler.result(result.issues, result.log)
+    return assemble_lines(lines)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ The grammar is docs/wire-format.md.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 from rtbench.model import Run
 from rtbench.stream.assemble import Assembler, assemble
@@ -25,17 +26,22 @@ from rtbench.stream.parser import (
 from rtbench.stream.writer import StreamWriter, default_hello, record_line
 
 
-def load_run(path: str | os.PathLike[str]) -> Run:
-    """Parse a saved stream file and assemble it into a Run, the samples a
+def assemble_lines(lines: Iterable[bytes | str]) -> Run:
+    """A stream's lines parsed and assembled into a Run, the samples a
     chunk at a time as they come (bounded memory)."""
     parser, assembler = StreamParser(keep=False), Assembler()
-    with open(path, "rb", buffering=1 << 20) as f:
-        for line in f:
-            record = parser.feed(line)
-            if record is not None:
-                assembler.add(record)
+    for line in lines:
+        record = parser.feed(line)
+        if record is not None:
+            assembler.add(record)
     result = parser.finish()
     return assembler.result(result.issues, result.log)
+
+
+def load_run(path: str | os.PathLike[str]) -> Run:
+    """Parse a saved stream file and assemble it into a Run."""
+    with open(path, "rb", buffering=1 << 20) as f:
+        return assemble_lines(f)
 
 
 __all__ = [
@@ -48,6 +54,7 @@ __all__ = [
     "StreamWriter",
     "UnsupportedStreamVersion",
     "assemble",
+    "assemble_lines",
     "crc32",
     "decode_chunks",
     "decode_zzd",
