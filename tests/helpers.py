@@ -105,3 +105,16 @@ def peak_mib(args: list[str], env: dict[str, str] | None = None) -> tuple[int, f
     )  # fmt: skip
     maxrss, code = (int(w) for w in p.stdout.split()[-2:])
     return code, maxrss / 1024, p.stderr  # ru_maxrss is in KiB on Linux
+
+
+def cal_timer_stream(agent: Path, path: Path, samples: int) -> Path:
+    """A real agent stream of about `samples` raw samples (CAL-TIMER: two
+    series of half each; without a cycle counter clock_read alone has its
+    half), for the bounded-memory tests."""
+    with path.open("wb") as f:
+        subprocess.run(
+            [str(agent), "--max-samples", str(samples),
+             f"CAL-TIMER:reads={samples // 2 + 1}:rounds=10"],
+            stdout=f, stderr=subprocess.DEVNULL, check=False, timeout=600,
+        )  # fmt: skip
+    return path

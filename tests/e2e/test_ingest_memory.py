@@ -9,12 +9,11 @@ samples as int64 alone would add 80 MB)."""
 from __future__ import annotations
 
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import peak_mib
+from helpers import cal_timer_stream, peak_mib
 
 LIMIT_MIB = 256
 
@@ -42,12 +41,7 @@ def test_ingest_peak_does_not_grow_with_the_run(agent: Path, tmp_path: Path) -> 
     peaks = {}
     for samples in (10_000_000, 20_000_000):
         stream, db = tmp_path / f"{samples}.rtb", tmp_path / f"{samples}.sqlite"
-        with stream.open("wb") as f:
-            subprocess.run(
-                [str(agent), "--max-samples", str(samples),
-                 f"CAL-TIMER:reads={samples // 2 + 1}:rounds=10"],
-                stdout=f, stderr=subprocess.DEVNULL, check=False, timeout=600,
-            )  # fmt: skip
+        cal_timer_stream(agent, stream, samples)
         peaks[samples] = ingest_peak(stream, db)
         stream.unlink()
         # Every sample is stored (CAL-TIMER: two series of half the run).

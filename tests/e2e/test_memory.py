@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import peak_mib
+from helpers import cal_timer_stream, peak_mib
 
 SAMPLES = 10_000_000
 LIMIT_MIB = 256
@@ -22,13 +21,7 @@ LIMIT_MIB = 256
 @pytest.mark.e2e
 @pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in KiB: Linux")
 def test_ten_million_samples_in_bounded_memory(agent: Path, tmp_path: Path) -> None:
-    stream = tmp_path / "10m.rtb"
-    with stream.open("wb") as f:
-        subprocess.run(
-            [str(agent), "--max-samples", str(SAMPLES),
-             f"CAL-TIMER:reads={SAMPLES // 2 + 1}:rounds=10"],
-            stdout=f, stderr=subprocess.DEVNULL, check=False, timeout=600,
-        )  # fmt: skip
+    stream = cal_timer_stream(agent, tmp_path / "10m.rtb", SAMPLES)
     env = {**os.environ, "RTBENCH_DB": str(tmp_path / "runs.sqlite")}
     cli = [sys.executable, "-m", "rtbench.cli"]
     peaks = {}
