@@ -13,11 +13,11 @@ import functools
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import cpu_listing
 import exclusive
 import pgserver
 import pytest
@@ -166,6 +166,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    cpu_listing.register(config)  # CPU s per test and wider fixture, after --durations
     config.addinivalue_line(
         "markers",
         "realtime: needs SCHED_FIFO (CAP_SYS_NICE or RLIMIT_RTPRIO); skipped with the reason "
@@ -279,60 +280,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         exclusive.remove_folder()
 
 
-# CPU seconds per test (this process and the children it reaped: agents,
-# compilers, QEMU), beside --durations' wall seconds: on a shared machine the
-# wall time is mostly the others' load, the CPU time is the test's own.
-# A module's fixtures count in the test whose teardown ends them. Under xdist
-# each worker measures its own tests and the figures travel in the teardown
-# report's user_properties to the controller, which lists them.
-_cpu_by_test: list[tuple[float, float, str]] = []
-_START = pytest.StashKey[tuple[float, float]]()
-
-
-def _cpu_s() -> float:
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
-
-
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     lock = exclusive.worker_lock(item.config)
-    item.stash[_START] = (_cpu_s(), time.monotonic())
     if lock is None:
         yield
         return
     with lock.held(_exclusive(item)):
         yield
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item,
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    report = yield
-    if report.when == "teardown" and _START in item.stash:
-        cpu, wall = item.stash[_START]
-        report.user_properties.append(("cpu_s", _cpu_s() - cpu))
-        report.user_properties.append(("wall_s", time.monotonic() - wall))
-    return report
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.when != "teardown":
-        return
-    props = {k: v for k, v in report.user_properties if isinstance(v, float)}
-    if "cpu_s" in props:
-        _cpu_by_test.append((props["cpu_s"], props["wall_s"], report.nodeid))
-
-
-def pytest_terminal_summary(
-    terminalreporter: pytest.TerminalReporter, config: pytest.Config
-) -> None:
-    count = config.getoption("durations", None)
-    if not count or not _cpu_by_test:
-        return
-    top = sorted(_cpu_by_test, reverse=True)[:count]
-    total = sum(c for c, _, _ in _cpu_by_test)
-    terminalreporter.write_sep("=", f"most CPU: {len(top)} tests ({total:.0f} CPU s in all)")
-    for cpu, wall, nodeid in top:
-        terminalreporter.write_line(f"{cpu:8.2f} CPU s {wall:8.2f} s wall  {nodeid}")
