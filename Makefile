@@ -37,9 +37,11 @@ agent-test: setup
 	@printf 'agent (test build): '; $(BIN)/rtbench build --flavor test
 
 # Exits 0 once the run completed and is stored, whatever the OS scored
-# (docs/outcomes.md); `rtbench run` itself exits 0/1/2 for CI.
+# (docs/outcomes.md); `rtbench run` itself exits 0/1/2 for CI. The last line
+# names the next step: the venv's rtbench is not on PATH (README).
 run: setup
 	@$(BIN)/rtbench run --suite $(SUITE) --exit-zero-if-stored
+	@echo "run: next: $(BIN)/rtbench doctor, $(BIN)/rtbench runs, $(BIN)/rtbench --help (or make shell: rtbench on PATH)"
 
 lint: setup
 	@echo "lint: ruff, mypy"
