@@ -38,6 +38,9 @@ mkdir -p /root
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t tmpfs tmpfs /tmp
+if [ -d /preinstalled ]; then
+    mkdir -p /tmp/rtbench && cp -p /preinstalled/* /tmp/rtbench/
+fi
 while true; do
     setsid -c sh -l </dev/ttyS0 >/dev/ttyS0 2>&1
 done
@@ -46,13 +49,19 @@ done
 PROMPT = r"[^\r\n]*# "
 
 
-def shell_initramfs(dest: Path) -> Path:
-    """busybox and a shell on ttyS0: no agent (rtbench copies it)."""
+def shell_initramfs(dest: Path, preinstalled: dict[str, Path] | None = None) -> Path:
+    """busybox and a shell on ttyS0: no agent (rtbench copies it), or the
+    files `preinstalled` (a name in rtbench's folder on the place, /tmp/rtbench,
+    and the file to put there) where a run before left them."""
     busybox = initramfs.find_busybox()
     with tempfile.TemporaryDirectory(prefix="rtbench-lab-initramfs-") as tmp:
         root = Path(tmp) / "root"
         for d in ("bin", "dev", "proc", "sys", "tmp", "root"):
             (root / d).mkdir(parents=True)
+        if preinstalled:
+            (root / "preinstalled").mkdir()
+            for name, src in preinstalled.items():
+                shutil.copy2(src, root / "preinstalled" / name)
         shutil.copyfile(busybox, root / "bin" / "busybox")
         (root / "init").write_text(SHELL_INIT)
         (root / "bin" / "busybox").chmod(0o755)
@@ -201,20 +210,32 @@ class Lab:
                 proc.wait(timeout=15)
 
 
-def start_lab(workdir: Path, places: list[str], kernel: kernels.Kernel) -> Lab:
-    """Boots one guest per place and exports their consoles (see the module)."""
+def start_lab(
+    workdir: Path,
+    places: list[str],
+    kernel: kernels.Kernel,
+    preinstalled: dict[str, dict[str, Path]] | None = None,
+) -> Lab:
+    """Boots one guest per place and exports their consoles (see the module);
+    `preinstalled` gives a place files already in rtbench's folder there
+    (shell_initramfs)."""
     lab = Lab(workdir)
     try:
-        _start(lab, places, kernel)
+        _start(lab, places, kernel, preinstalled or {})
     except BaseException:
         lab.close()
         raise
     return lab
 
 
-def _start(lab: Lab, places: list[str], kernel: kernels.Kernel) -> None:
-    initrd = shell_initramfs(lab.workdir / "lab-initrd.cpio")
-    ports = {place: _start_guest(lab, place, kernel, initrd) for place in places}
+def _start(
+    lab: Lab, places: list[str], kernel: kernels.Kernel, preinstalled: dict[str, dict[str, Path]]
+) -> None:
+    initrds = {
+        place: shell_initramfs(lab.workdir / f"lab-initrd-{place}.cpio", preinstalled.get(place))
+        for place in places
+    }
+    ports = {place: _start_guest(lab, place, kernel, initrds[place]) for place in places}
     cport = free_port()
     lab.coordinator = f"127.0.0.1:{cport}"
     coord_dir = lab.workdir / "coordinator"

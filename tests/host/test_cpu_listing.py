@@ -73,9 +73,7 @@ def test_fixture_children_are_listed_as_the_fixture(
         "-p", "no:labgrid", "-p", "no:cacheprovider", "--durations=20", *xdist
     )
     result.assert_outcomes(passed=3)
-    cpu = {
-        m.group(2): float(m.group(1)) for line in result.outlines if (m := LINE.match(line))
-    }
+    cpu = {m.group(2): float(m.group(1)) for line in result.outlines if (m := LINE.match(line))}
     assert any("most CPU" in line for line in result.outlines), result.outlines
     guest = cpu["fixture guest (module) test_guest.py"]
     build = cpu["fixture build (session) session"]
