@@ -114,6 +114,9 @@ def one_boot(args: list[str], spec: str) -> dict[str, Any]:
         "first_record_s": transport.timings.get("first_record", float("nan")),
         "main_stack_used": main[1],
         "thread_stack_used_max": threads,
+        # The main stack's high-water mark (the reset paints it): what the
+        # interrupts (FreeRTOS) or main() before the kernel (uC/OS) used of it.
+        "irq_stack_used": ram.get("irq_stack_used", 0),
         **{k: ram[note] for k, note in RAM_PARTS.items()},
     }
 

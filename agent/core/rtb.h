@@ -75,7 +75,10 @@ typedef struct rtb_stream {
     char body[RTB_BODY_CAP];
     const char *kind;
     bool urgent;
-    char urgent_body[2048];
+    /* The watchdog's three records (warn, end, bye: under 200 bytes each,
+     * fixed text and a case id): 512, not the 2 KiB once kept (a board's
+     * RAM, issue 22). */
+    char urgent_body[512];
 } rtb_stream;
 
 uint32_t rtb_crc32(const void *data, size_t len);

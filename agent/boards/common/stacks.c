@@ -63,13 +63,24 @@ void firmware_stack_report(void)
                unnoted, NOTES);
     uintptr_t data, bss_end, stack_top, heap_end;
     board_ram(&data, &bss_end, &stack_top, &heap_end);
+    /* The main stack (the interrupts' on FreeRTOS) has no kernel check: its
+     * high-water mark, from the reset's paint, ends the run as a thread's
+     * does when it comes within the guard of the end. */
+    size_t irq_used = board_main_stack_used();
+    if (irq_used + STACK_GUARD > stack_top - bss_end) {
+        printf("\nrtbench-firmware: stack overflow in the main stack: %u of its %u bytes used\n",
+               (unsigned)irq_used, (unsigned)(stack_top - bss_end));
+        fflush(stdout);
+        board_exit(4);
+    }
     /* What a board must hold for this run: every byte set aside by the
      * linker in RAM (data, bss, the interrupts' main stack) and what the
      * pools and the heap handed out (bench/bench_rtos.py adds them up). */
     printf("rtbench-firmware: ram data+bss=%u irq_stack=%u thread_slots=%u thread_stacks=%u "
-           "queue_storage=%u heap_used=%u\n",
+           "queue_storage=%u heap_used=%u irq_stack_used=%u\n",
            (unsigned)(bss_end - data), (unsigned)(stack_top - bss_end),
            (unsigned)rtb_os_thread_slots_used(), (unsigned)rtb_os_stacks_reserved(),
-           (unsigned)rtb_os_queues_reserved(), (unsigned)firmware_heap_used());
+           (unsigned)rtb_os_queues_reserved(), (unsigned)firmware_heap_used(),
+           (unsigned)irq_used);
     nnotes = unnoted = 0;
 }

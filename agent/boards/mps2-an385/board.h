@@ -74,5 +74,9 @@ _Noreturn void board_exit(int status);
  * stack after it (the interrupts' stack), and the heap's end. */
 void board_ram(uintptr_t *data_start, uintptr_t *bss_end, uintptr_t *stack_top,
                uintptr_t *heap_end);
+/* The most of the main stack (the interrupts' stack where the kernel runs
+ * them there, FreeRTOS's; else main() before the kernel starts) ever used:
+ * the reset paints it, this counts the words written over since. */
+size_t board_main_stack_used(void);
 
 #endif

@@ -19,14 +19,33 @@ void TIMER0_Handler(void);
 void SOFT_Handler(void);
 void DUALTIMER_Handler(void);
 
+/* What fills the main stack below the reset's own frame: the words still
+ * holding it at the end are the ones never used (board_main_stack_used). */
+#define STACK_PAINT 0xA5A5A5A5u
+
 void Reset_Handler(void);
 void Reset_Handler(void)
 {
+    /* Painted before anything runs on it but this frame: a plain loop, no
+     * call whose frame would lie in what it paints, and no interrupt source
+     * enabled yet; it stops 8 bytes under the stack pointer. */
+    uint32_t *sp;
+    __asm__ volatile("mov %0, sp" : "=r"(sp));
+    for (volatile uint32_t *w = &__bss_end__; w < sp - 2; w++)
+        *w = STACK_PAINT;
     memcpy(&__data_start__, &__etext,
            (size_t)((char *)&__data_end__ - (char *)&__data_start__));
     memset(&__bss_start__, 0, (size_t)((char *)&__bss_end__ - (char *)&__bss_start__));
     __libc_init_array();
     board_exit(main());
+}
+
+size_t board_main_stack_used(void)
+{
+    const uint32_t *w = &__bss_end__;
+    while (w < &__StackTop && *w == STACK_PAINT)
+        w++;
+    return (size_t)((const char *)&__StackTop - (const char *)w);
 }
 
 static void fault_text(const char *what)
