@@ -13,6 +13,7 @@ from __future__ import annotations
 import platform
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import tools
@@ -23,6 +24,8 @@ from rtbench.run.session import collect
 from rtbench.store import Store
 from rtbench.targets import guest_trace, kernels, resolve
 from rtbench.targets.qemu import QemuTarget
+from rtbench.transports import process
+from rtbench.transports.qemu import QemuTransport
 
 pytestmark = pytest.mark.tools("busybox-static", "cpio")
 X86, ARM = pytest.mark.tools("qemu-system-x86"), pytest.mark.tools("qemu-system-arm")
@@ -217,3 +220,53 @@ def test_break_with_trace_in_a_guest_names_the_hog_there() -> None:
     ]
     # It stopped at the break, long before the 120 s planned.
     assert jit.duration_ns is not None and jit.duration_ns < 60e9
+
+
+@ARM
+@pytest.mark.parametrize("into", ["file", "pipe"])
+def test_a_host_that_reads_late_loses_no_line_of_the_guest(
+    into: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host reads nothing until the guest has powered off, with room
+    for one line ahead of the parser: the megabyte of CAL-TIMER's samples
+    written meanwhile must all be there. The arm64 guest's stream is a
+    virtio console, which drops what its host side refuses: the transport
+    keeps QEMU's output in a file. Into a pipe (the negative control) the
+    full pipe refused, and lines were lost."""
+    monkeypatch.setattr(process, "QUEUED_LINES", 1)
+    transport = resolve("qemu:debian-rt-arm64?accel=tcg").transport()
+    assert isinstance(transport, QemuTransport)
+    if into == "pipe":
+        spawn = transport._spawn
+
+        def into_a_pipe(*args: Any, **kwargs: Any) -> None:
+            spawn(*args, **{**kwargs, "stdout_file": False})
+
+        monkeypatch.setattr(transport, "_spawn", into_a_pipe)
+    start = transport.start
+
+    def start_and_wait_for_the_guest(args: list[str]) -> None:
+        start(args)
+        assert transport.proc is not None
+        transport.proc.wait(timeout=GUEST_HANG_S)
+
+    monkeypatch.setattr(transport, "start", start_and_wait_for_the_guest)
+    try:
+        run = collect(transport, [f"CAL-TIMER:reads={READS}:rounds=10"])
+    finally:
+        transport.stop()
+    case = run.case("CAL-TIMER")
+    series = case.find("clock_read") if case is not None else None
+    kept = len(series.samples) if series is not None and series.samples is not None else 0
+    if into == "file":
+        assert run.complete and not run.issues, run.issues
+        assert case is not None and case.outcome == "passed", case
+        assert series is not None and kept == series.n == READS - 1  # a step each two reads
+    else:
+        assert not run.complete and kept < READS - 1, (run.issues, kept)
+        assert any(i.kind == "damaged" for i in run.issues), run.issues
+
+
+READS = 400_000
+# Only a guest that hangs reaches it: TCG on a loaded host is slow, never an error.
+GUEST_HANG_S = 600.0

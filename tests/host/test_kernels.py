@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rtbench.targets import kernels
-from rtbench.transports.qemu import GUESTS
+from rtbench.transports.qemu import GUESTS, Launch
 
 
 def _config(tmp_path: Path, *lines: str) -> Path:
@@ -33,6 +33,23 @@ def test_every_name_has_a_guest_and_a_debian_package() -> None:
     assert re.fullmatch(rt612.metapackage, "linux-image-6.12.117+deb12-rt-arm64-unsigned")
     assert not re.fullmatch(rt612.metapackage, "linux-image-6.12.117+deb12-arm64-16k-unsigned")
     assert not re.fullmatch(rt612.metapackage, "linux-image-6.12.117+deb12-rt-arm64-dbg")
+
+
+@pytest.mark.parametrize(
+    ("arch", "accel", "argument"),
+    [
+        # x86 guests patch their code live: one TCG thread runs every vCPU
+        # (the int3 oops of a multi-threaded TCG, GUESTS' comment).
+        ("x86_64", "tcg", "tcg,thread=single"),
+        ("x86_64", "kvm", "kvm"),
+        ("aarch64", "tcg", "tcg"),
+    ],
+)
+def test_qemus_accelerator_per_guest(arch: str, accel: str, argument: str) -> None:
+    kernel = kernels.Kernel("k", Path("/k"), "", arch=arch)
+    launch = Launch("qemu", kernel, accel, GUESTS[arch].machine, 2, 256, "")
+    argv = launch.argv(Path("/initrd"), Path("/console"))
+    assert argv[argv.index("-accel") + 1] == argument
 
 
 @pytest.mark.parametrize(

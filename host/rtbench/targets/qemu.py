@@ -247,6 +247,8 @@ class QemuTarget:
             self._accel = (self.settings.accel, "asked for")
         if self._accel is not None:
             meta["accel"], meta["accel_detail"] = self._accel
+            if self._accel[0] == "tcg":
+                meta["qemu_accel"] = guest.tcg_accel  # how the vCPUs are run
         return meta
 
     def transport(self, agent: Path | None = None) -> QemuTransport:
