@@ -166,6 +166,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config, "workerinput", None) is None:
+        config.pluginmanager.register(tools.SkipSummary(), "rtbench-skip-summary")
     cpu_listing.register(config)  # CPU s per test and wider fixture, after --durations
     config.addinivalue_line(
         "markers",

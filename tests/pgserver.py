@@ -65,7 +65,8 @@ def missing() -> str:
     except ImportError as e:
         return f"psycopg is not installed ({e}): pip install -e '.[dev]'"
     if find_bindir() is None:
-        return "no PostgreSQL server binaries (initdb, postgres): apt-get install postgresql"
+        hint = tools.install_hint(["postgresql"])
+        return f"no PostgreSQL server binaries (initdb, postgres): {hint}"
     return ""
 
 

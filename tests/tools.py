@@ -81,13 +81,19 @@ def unavailable(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
-def check(item: pytest.Item) -> None:
-    """pytest_runtest_setup's part: every `tools` marker of the item."""
-    names = [n for m in item.iter_markers("tools") for n in m.args]
+def need(*names: str) -> None:
+    """Skips (fails in CI) naming the missing ones of `names` and the one
+    command that installs them: a test whose packages depend on its
+    parameters calls it, the `tools` marker does it for the others."""
     gone = missing(*names)
     if gone:
         pkgs = [g.split(" ", 1)[0] for g in gone]
         unavailable(f"needs {', '.join(gone)}: {install_hint(pkgs)}")
+
+
+def check(item: pytest.Item) -> None:
+    """pytest_runtest_setup's part: every `tools` marker of the item."""
+    need(*(n for m in item.iter_markers("tools") for n in m.args))
 
 
 def guest_kernel(name: str) -> kernels.Kernel:
@@ -106,3 +112,50 @@ def firmware(port: str, board: str, flavor: Flavor = "release") -> Path:
         return ensure_firmware(port, board, flavor)
     except KernelUnavailable as e:
         unavailable(str(e).split("\n", 1)[0])
+
+
+class SkipSummary:
+    """A plugin of the controller: after pytest's per-location list of skips
+    (-ra), what was skipped grouped by why, and the one command that installs
+    every missing system package (a new user's question: what did I not
+    test, and what do I type to test it)."""
+
+    @staticmethod
+    def _group(reason: str) -> str:
+        if "apt-get install" in reason:
+            return "need system packages (named above)"
+        if reason.startswith("needs root"):
+            return "need root"
+        if reason.startswith("needs real-time priority"):
+            return "need real-time priority (root, or CAP_SYS_NICE / RLIMIT_RTPRIO)"
+        if reason.startswith("needs ") or "RTBENCH_" in reason:
+            return "need an RTOS kernel or a setting (named above)"
+        return "cannot apply here, or run elsewhere (reasons above)"
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        reasons = []
+        for report in terminalreporter.stats.get("skipped", []):
+            longrepr = getattr(report, "longrepr", None)
+            if isinstance(longrepr, tuple) and len(longrepr) == 3:
+                reasons.append(str(longrepr[2]).removeprefix("Skipped: "))
+        if not reasons:
+            return
+        groups: dict[str, int] = {}
+        for reason in reasons:
+            key = self._group(reason)
+            groups[key] = groups.get(key, 0) + 1
+        write = terminalreporter.write_line
+        terminalreporter.write_sep("=", f"{len(reasons)} skipped, by why")
+        for key, n in sorted(groups.items(), key=lambda kv: -kv[1]):
+            write(f"{n:6d}  {key}")
+        pkgs: list[str] = []
+        for reason in reasons:
+            _, found, rest = reason.partition("apt-get install ")
+            if found:
+                words = rest.split(")", 1)[0].split()
+                pkgs += [w for w in words if w not in pkgs and not w.startswith("-")]
+        table = packages()
+        pkgs = [p for p in pkgs if p in table]  # a message's trailing words are not packages
+        if pkgs:
+            write(f"to run the tests that need system packages: {install_hint(pkgs)}")

@@ -124,6 +124,7 @@ def test_clk_dur_finds_an_injected_recurring_gap(test_agent: Path, run_agent: Ru
 STALL = 20_000_000  # ns: twenty 1 ms ticks, five 4 ms ones
 
 
+@pytest.mark.realtime  # without it other threads' slices are gaps too: no tick, no stall apart
 def test_clk_dur_reports_a_stall_apart_from_the_tick(test_agent: Path, run_agent: Runner) -> None:
     """Issue 20: the measuring thread blocked 20 ms (a test-build fault, the
     shape of an RT-throttling stop) is a stall with a warning, never a tick:

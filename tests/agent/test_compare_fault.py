@@ -8,12 +8,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rtbench.analysis.compare import compare_runs
 
 D = 20_000  # ns
 CASE = "SEM-ARN:iterations=2000"
 
 
+# The slow give is 20 us only while nothing preempts the agent: without
+# real-time priority a loaded machine stretched its per-run p50 from 43 to
+# 159 us (uid 1000, fresh Debian 12), too wide for three runs to be significant.
+@pytest.mark.realtime
 def test_slow_give_is_significant_with_three_runs_per_side(
     test_agent: Path, run_agent: Any
 ) -> None:

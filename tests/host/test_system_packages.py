@@ -81,7 +81,7 @@ def test_required_missing_packages_fail(tmp_path: Path) -> None:
 def test_the_script_and_the_tests_agree_on_what_is_here() -> None:
     r = script(os.environ["PATH"])
     gone = tools.missing(*tools.packages())
-    assert (r.returncode == 0 and "all " in r.stdout) == (not gone), (r.stdout, gone)
+    assert (r.returncode == 0 and "packages: all " in r.stdout) == (not gone), (r.stdout, gone)
     for line in gone:
         assert line in r.stdout
 
