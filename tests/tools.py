@@ -16,6 +16,7 @@ import glob
 import os
 import platform
 import shutil
+from collections.abc import Generator
 from pathlib import Path
 from typing import NoReturn
 
@@ -132,8 +133,16 @@ class SkipSummary:
             return "need an RTOS kernel or a setting (named above)"
         return "cannot apply here, or run elsewhere (reasons above)"
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+    # The outermost wrapper: printed after pytest's own short summary (-ra),
+    # the last block before the counts.
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(
+        self, terminalreporter: pytest.TerminalReporter
+    ) -> Generator[None, None, None]:
+        yield
+        self._summary(terminalreporter)
+
+    def _summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         reasons = []
         for report in terminalreporter.stats.get("skipped", []):
             longrepr = getattr(report, "longrepr", None)

@@ -103,6 +103,11 @@ def test_a_test_whose_tool_is_missing_skips_naming_it(tmp_path: Path) -> None:
     assert re.search(r"\b1 passed, 1 skipped", r.stdout), r.stdout
     assert "needs qemu-system-x86 (no qemu-system-x86_64), cpio (no cpio)" in r.stdout
     assert "apt-get install --no-install-recommends qemu-system-x86 cpio" in r.stdout
+    # The end of the output: the skips grouped by why, and the one command.
+    tail = r.stdout[r.stdout.index("short test summary info") :]
+    assert re.search(r"1 skipped, by why =+\n +1  need system packages", tail), tail
+    hint = "to run the tests that need system packages: "
+    assert f"{hint}{tools.install_hint(['qemu-system-x86', 'cpio'])}\n" in tail, tail
 
 
 def test_in_ci_a_test_whose_tool_is_missing_fails(tmp_path: Path) -> None:
