@@ -1,6 +1,8 @@
 """End-to-end: the analysis commands as a user runs them (command, exit code,
 expected patterns): analyze, compare, check, label, export, import,
-import-cyclictest (also on a real cyclictest file when rt-tests is here)."""
+import-cyclictest (also on a real cyclictest file when rt-tests is here).
+They run in this process (helpers.rtbench_here: the same entry point, no
+interpreter start-up per command); the measuring `run` as a process."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import rtbench
+from helpers import rtbench, rtbench_here
 
 from rtbench.stream import StreamWriter, default_hello
 
@@ -42,24 +44,24 @@ def stream(path: Path, scale: float, seed: int) -> Path:
 @pytest.fixture
 def two_runs(db: Path, tmp_path: Path) -> Path:
     for i, scale in enumerate((1.0, 1.5)):
-        r = rtbench("ingest", str(stream(tmp_path / f"{i}.rtb", scale, i)), "--label", "os=x")
+        r = rtbench_here("ingest", str(stream(tmp_path / f"{i}.rtb", scale, i)), "--label", "os=x")
         assert r.returncode == 0, r.stdout + r.stderr
     return db
 
 
 def test_compare(two_runs: Path) -> None:
-    r = rtbench("compare", "1", "2", "--indicator", "p50")
+    r = rtbench_here("compare", "1", "2", "--indicator", "p50")
     assert r.returncode == 0, r.stderr
     # One run per side: the ratio, no p-value, and why.
     row = r"THR-SW\s+│ switch\[n=2\]\s+│ µs\s+│.*│\s+1\.5\d\s+│\s+-\s+│"
     assert re.search(row, r.stdout), r.stdout
     flat = " ".join(r.stdout.split())
     assert "No test: one run per side" in flat and "--repeat k" in flat, flat
-    r = rtbench("compare", "--label", "os=x")
+    r = rtbench_here("compare", "--label", "os=x")
     assert r.returncode == 0 and "#2/#1" in r.stdout
-    r = rtbench("compare", "1")
+    r = rtbench_here("compare", "1")
     assert r.returncode == 2 and "needs two runs" in r.stderr
-    r = rtbench("compare", "1", "7")
+    r = rtbench_here("compare", "1", "7")
     assert r.returncode == 2 and "no run '7'" in r.stderr
 
 
@@ -69,17 +71,17 @@ def test_compare_groups_of_repetitions(db: Path, tmp_path: Path) -> None:
     split in two does not."""
     for i, (scale, os_) in enumerate([(1.0, "a")] * 4 + [(1.5, "b")] * 3):
         path = stream(tmp_path / f"{i}.rtb", scale, i)
-        r = rtbench("ingest", str(path), "--label", f"os={os_}", "--label", f"repeat={i}")
+        r = rtbench_here("ingest", str(path), "--label", f"os={os_}", "--label", f"repeat={i}")
         assert r.returncode == 0, r.stdout + r.stderr
-    r = rtbench("compare", "--label", "os", "--indicator", "p50")
+    r = rtbench_here("compare", "--label", "os", "--indicator", "p50")
     flat = " ".join(r.stdout.split())
     assert r.returncode == 0 and "3 series differ beyond run-to-run noise" in flat, flat
     assert "Welch's t-test on the per-run p50 (4 vs 3 runs)" in flat
     assert re.search(r"switch\[n=2\].*│\s+1\.5\d\s+│\s+[\d.e-]+\*\s+│.*│ yes", r.stdout)
-    r = rtbench("compare", "1,2", "3,4", "--indicator", "p50")
+    r = rtbench_here("compare", "1,2", "3,4", "--indicator", "p50")
     flat = " ".join(r.stdout.split())
     assert r.returncode == 0 and "No difference beyond run-to-run noise" in flat, flat
-    r = rtbench("compare", "1,2", "5", "--indicator", "p50", "--format", "json")
+    r = rtbench_here("compare", "1,2", "5", "--indicator", "p50", "--format", "json")
     doc = json.loads(r.stdout)
     assert doc["members"] == [[1, 2], [5]] and doc["note"].startswith("one run per side")
 
@@ -88,66 +90,66 @@ def test_check_outcomes_and_junit(two_runs: Path, tmp_path: Path) -> None:
     good = tmp_path / "good.toml"
     good.write_text('"THR-SW.switch[n=2].p50" = { max_us = 50 }\n"run.stars" = { min = 0 }\n')
     junit = tmp_path / "out.xml"
-    r = rtbench("check", "1", "--criteria", str(good), "--junit", str(junit))
+    r = rtbench_here("check", "1", "--criteria", str(good), "--junit", str(junit))
     assert r.returncode == 0 and "Check: passed" in r.stdout, r.stdout + r.stderr
     assert ET.parse(junit).getroot().get("tests") == "2"
 
     rel = tmp_path / "rel.toml"
     rel.write_text('"SEM-SHF.give_to_run.p50" = { max_ratio = 1.2 }\n')
-    r = rtbench("check", "2", "--criteria", str(rel), "--baseline", "1", "--junit", str(junit))
+    r = rtbench_here("check", "2", "--criteria", str(rel), "--baseline", "1", "--junit", str(junit))
     assert r.returncode == 1 and "Check: failed" in r.stdout, r.stdout
     failure = ET.parse(junit).getroot().find("testsuite/testcase/failure")
     assert failure is not None
     assert re.search(r"ratio 1\.\d+ breaks max_ratio = 1\.2", failure.get("message", ""))
-    r = rtbench("check", "1", "--criteria", str(rel), "--baseline", "1")
+    r = rtbench_here("check", "1", "--criteria", str(rel), "--baseline", "1")
     assert r.returncode == 0
 
     unknown = tmp_path / "unknown.toml"
     unknown.write_text('"THR-SW.switch[n=3].max" = { max_us = 5 }\n')
-    r = rtbench("check", "1", "--criteria", str(unknown), "--junit", str(junit))
+    r = rtbench_here("check", "1", "--criteria", str(unknown), "--junit", str(junit))
     assert r.returncode == 2 and "no point [n=3]" in r.stdout
     assert ET.parse(junit).getroot().get("errors") == "1"
 
     bad = tmp_path / "bad.toml"
     bad.write_text('"THR-SW.switch.p99" = 5\n')
-    r = rtbench("check", "1", "--criteria", str(bad))
+    r = rtbench_here("check", "1", "--criteria", str(bad))
     assert r.returncode == 2 and "table of bounds" in r.stderr and "Traceback" not in r.stderr
-    r = rtbench("check", "9", "--criteria", str(good))
+    r = rtbench_here("check", "9", "--criteria", str(good))
     assert r.returncode == 2 and "no run '9'" in r.stderr
 
 
 def test_label_and_filter(two_runs: Path) -> None:
-    r = rtbench("label", "1", "kernel=rt", "board=pi")
+    r = rtbench_here("label", "1", "kernel=rt", "board=pi")
     assert r.returncode == 0 and "board=pi, kernel=rt, os=x" in r.stdout
-    r = rtbench("label", "1", "--remove", "board")
+    r = rtbench_here("label", "1", "--remove", "board")
     assert r.returncode == 0 and "kernel=rt, os=x" in r.stdout and "board" not in r.stdout
-    r = rtbench("runs", "--label", "kernel=rt")
+    r = rtbench_here("runs", "--label", "kernel=rt")
     assert re.search(r"│ 1 ", r.stdout) and not re.search(r"│ 2 ", r.stdout)
-    assert rtbench("label", "1").returncode == 2
-    assert rtbench("label", "5", "a=b").returncode == 2
+    assert rtbench_here("label", "1").returncode == 2
+    assert rtbench_here("label", "5", "a=b").returncode == 2
 
 
 def test_export_and_import_round_trip(two_runs: Path, tmp_path: Path) -> None:
     out = tmp_path / "run.json"
-    assert rtbench("export", "1", "-o", str(out), "--samples").returncode == 0
+    assert rtbench_here("export", "1", "-o", str(out), "--samples").returncode == 0
     doc = json.loads(out.read_text())
     assert doc["schema"] == "rtbench-export" and doc["schema_version"] == 1
-    r = rtbench("export", "1", "--format", "csv", "-o", "-")
+    r = rtbench_here("export", "1", "--format", "csv", "-o", "-")
     assert r.returncode == 0 and r.stdout.startswith("run_id,") and len(r.stdout.splitlines()) == 5
-    r = rtbench("import", str(out))  # the store holds this run (its identity)
+    r = rtbench_here("import", str(out))  # the store holds this run (its identity)
     assert r.returncode == 0 and "already stored as run 1" in r.stderr, r.stdout + r.stderr
-    r = rtbench("import", str(out), "--label", "copy=yes", "--force-copy")
+    r = rtbench_here("import", str(out), "--label", "copy=yes", "--force-copy")
     assert r.returncode == 0 and "stored as run 3" in r.stdout, r.stdout + r.stderr
-    r = rtbench("compare", "1", "3", "--indicator", "mean")
+    r = rtbench_here("compare", "1", "3", "--indicator", "mean")
     assert r.returncode == 0 and re.search(r"switch\[n=2\].*│\s+1\.00\s+│\s+- ", r.stdout)
     junk = tmp_path / "junk.json"
     junk.write_text('{"schema": "x"}')
-    r = rtbench("import", str(junk))
+    r = rtbench_here("import", str(junk))
     assert r.returncode == 2 and "not an rtbench export" in r.stderr
 
 
 def test_analyze(two_runs: Path, tmp_path: Path) -> None:
-    r = rtbench("analyze", "1", "--references")
+    r = rtbench_here("analyze", "1", "--references")
     assert r.returncode == 0, r.stderr
     patterns: tuple[str, ...] = (
         r"Statistics",
@@ -160,10 +162,10 @@ def test_analyze(two_runs: Path, tmp_path: Path) -> None:
         assert re.search(pattern, r.stdout), pattern
     rubric = tmp_path / "r.toml"
     rubric.write_text("[thresholds.default]\nhard_us = 1e6\nsoft_us = 1e6\nfail_us = 1e7\n")
-    r = rtbench("analyze", "1", "--rubric", str(rubric), "--no-evt")
+    r = rtbench_here("analyze", "1", "--rubric", str(rubric), "--no-evt")
     assert r.returncode == 0 and "Overall: ★★★★★" in r.stdout
     rubric.write_text("oops")
-    r = rtbench("analyze", "1", "--rubric", str(rubric))
+    r = rtbench_here("analyze", "1", "--rubric", str(rubric))
     assert r.returncode == 2 and "not valid TOML" in r.stderr
 
 
@@ -187,15 +189,15 @@ CYCLICTEST = """{
 def test_import_cyclictest(db: Path, tmp_path: Path) -> None:
     f = tmp_path / "ct.json"
     f.write_text(CYCLICTEST)
-    r = rtbench("import-cyclictest", str(f), "--label", "tool=cyclictest")
+    r = rtbench_here("import-cyclictest", str(f), "--label", "tool=cyclictest")
     assert r.returncode == 0, r.stdout + r.stderr
     row = r"JIT-PER\s+│ latency\[cpu=0\]\s+│ µs\s+│\s+100 │\s+4\.000 │\s+4\.690"
     assert re.search(row, r.stdout), r.stdout
     assert "stored as run 1" in r.stdout
-    r = rtbench("runs", "--label", "tool=cyclictest")
+    r = rtbench_here("runs", "--label", "tool=cyclictest")
     assert re.search(r"│ 1 .*│ b ", r.stdout), r.stdout
     f.write_text("not json")
-    r = rtbench("import-cyclictest", str(f))
+    r = rtbench_here("import-cyclictest", str(f))
     assert r.returncode == 2 and "not valid JSON" in r.stderr
 
 
@@ -209,10 +211,10 @@ def test_import_a_real_cyclictest_file(db: Path, tmp_path: Path) -> None:
     )  # fmt: skip
     if run.returncode != 0 or not out.exists():
         pytest.skip(f"cyclictest could not run here: {run.stderr.strip()[:200]}")
-    r = rtbench("import-cyclictest", str(out))
+    r = rtbench_here("import-cyclictest", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     assert re.search(r"JIT-PER\s+│ latency\[cpu=\d+\]\s+│ µs\s+│\s+1000 │", r.stdout), r.stdout
-    r = rtbench("export", "1", "--format", "csv", "-o", "-")
+    r = rtbench_here("export", "1", "--format", "csv", "-o", "-")
     row = r.stdout.splitlines()[1].split(",")
     assert row[4:6] == ["JIT-PER", "latency"] and row[6].startswith("cpu=")
     assert row[7:9] == ["ns", "1000"]
@@ -235,18 +237,18 @@ def test_cyclictest_beside_a_jit_per_run(db: Path, tmp_path: Path, agent: Path) 
         head.replace('"num_threads": 1', f'"num_threads": {len(cpus)}')
         + f'  "thread": {{{threads}}}\n}}\n'
     )
-    assert rtbench("import-cyclictest", str(f)).returncode == 0
+    assert rtbench_here("import-cyclictest", str(f)).returncode == 0
     r = rtbench("run", "-c", "JIT-PER", "--cpus", ",".join(map(str, cpus)),
                 "--set", "JIT-PER.period_us=1000",
                 "--set", "JIT-PER.cycles=200", "--set", "JIT-PER.load_threads=0")  # fmt: skip
     assert r.returncode in (0, 1), r.stdout + r.stderr
-    r = rtbench("compare", "1", "2", "--format", "json")
+    r = rtbench_here("compare", "1", "2", "--format", "json")
     assert r.returncode == 0, r.stdout + r.stderr
     rows = {row["series"]: row for row in json.loads(r.stdout)["comparison"]}
     for cpu in cpus:
         row = rows[f"latency[cpu={cpu}]"]
         assert row["run_1"] is not None and row["run_2"] is not None, row
     page = tmp_path / "both.html"
-    r = rtbench("report", "1", "2", "-o", str(page))
+    r = rtbench_here("report", "1", "2", "-o", str(page))
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     assert f"latency[cpu={cpus[-1]}]" in page.read_text(encoding="utf-8")

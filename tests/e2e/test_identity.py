@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from helpers import NOBODY, rtbench
+from helpers import NOBODY, rtbench, rtbench_here
 from stores import StoreAt
 
 from rtbench.run.journal import Journal, fallback_dirs, journal_dir
@@ -237,7 +237,7 @@ def test_a_newer_format_record_mid_run_keeps_what_arrived(
     assert store_run(measured).run_id == 1
     assert list(journal_dir(db).glob("*.journal")) == []
     # The CLI: the same stream ingested ends with exit 2 and the case stored.
-    r = rtbench("--db", str(tmp_path / "other.sqlite"), "ingest", str(stream))
+    r = rtbench_here("--db", str(tmp_path / "other.sqlite"), "ingest", str(stream))
     assert r.returncode == 2, r.stdout + r.stderr
     assert "stream format 2 is newer" in r.stdout + r.stderr and "stored as run 1" in r.stdout
 
@@ -291,20 +291,21 @@ def test_a_journal_in_a_read_only_folder_is_stored_once(db: Path, agent: Path) -
 def test_the_same_export_imported_twice_is_one_run(db: Path, agent: Path, tmp_path: Path) -> None:
     stream = tmp_path / "s.rtb"
     stream.write_bytes(b"\n".join(agent_stream(agent)) + b"\n")
-    r = rtbench("ingest", str(stream))
+    r = rtbench_here("ingest", str(stream))
     assert "stored as run 1" in r.stdout, r.stdout + r.stderr
-    again = rtbench("ingest", str(stream))
+    again = rtbench_here("ingest", str(stream))
     assert again.returncode == r.returncode
     assert "already stored as run 1" in again.stderr and "nothing stored" in again.stderr
     export = tmp_path / "e.json"
-    assert rtbench("export", "1", "-o", str(export)).returncode == 0
-    assert rtbench("import", str(export)).returncode == r.returncode  # same store: the same run
+    assert rtbench_here("export", "1", "-o", str(export)).returncode == 0
+    # The same store: the same run.
+    assert rtbench_here("import", str(export)).returncode == r.returncode
     other = str(tmp_path / "other.sqlite")
-    first = rtbench("--db", other, "import", str(export))
-    second = rtbench("--db", other, "import", str(export))
+    first = rtbench_here("--db", other, "import", str(export))
+    second = rtbench_here("--db", other, "import", str(export))
     assert "stored as run 1" in first.stdout, first.stdout + first.stderr
     assert "already stored as run 1" in second.stderr, second.stdout + second.stderr
-    copy = rtbench("--db", other, "import", "--force-copy", str(export))
+    copy = rtbench_here("--db", other, "import", "--force-copy", str(export))
     assert "stored as run 2" in copy.stdout, copy.stdout + copy.stderr
     with Store(db) as s, Store(other) as o:
         assert s.count_runs() == 1 and o.count_runs() == 2
@@ -317,7 +318,7 @@ def test_a_run_and_its_saved_stream_are_one_run(db: Path, tmp_path: Path) -> Non
     saved = tmp_path / "saved.rtb"
     r = rtbench("run", "--no-samples", "-c", "SYS-CALL", "--save-stream", str(saved), timeout=300)
     assert "stored as run 1" in r.stdout, r.stdout + r.stderr
-    again = rtbench("ingest", str(saved))
+    again = rtbench_here("ingest", str(saved))
     assert "already stored as run 1" in again.stderr, again.stdout + again.stderr
     with Store(db) as store:
         run = store.load(1)

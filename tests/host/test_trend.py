@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 
 import pytest
-from helpers import rtbench
+from helpers import rtbench_here
 from test_analysis_fixtures import C, S, build_run
 
 from rtbench.analysis.trend import TrendError, parse_spec, points, version_key
@@ -38,7 +38,7 @@ def stored(db: Path) -> Path:
 
 
 def _csv(args: list[str]) -> list[dict[str, str]]:
-    r = rtbench("trend", *args, "--format", "csv")
+    r = rtbench_here("trend", *args, "--format", "csv")
     assert r.returncode == 0, r.stderr
     return list(csv.DictReader(io.StringIO(r.stdout)))
 
@@ -54,7 +54,7 @@ def test_three_runs_by_date_and_by_kernel(stored: Path) -> None:
 
 def test_html_page_and_table(stored: Path, tmp_path: Path) -> None:
     page = tmp_path / "trend.html"
-    r = rtbench("trend", "--label", "board=b1", "-o", str(page))
+    r = rtbench_here("trend", "--label", "board=b1", "-o", str(page))
     assert r.returncode == 0, r.stderr
     assert "JIT-PER/latency over 3 runs" in r.stdout
     html = page.read_text()
@@ -63,9 +63,9 @@ def test_html_page_and_table(stored: Path, tmp_path: Path) -> None:
 
 
 def test_nothing_to_draw_is_an_error(stored: Path) -> None:
-    r = rtbench("trend", "--label", "board=none")
+    r = rtbench_here("trend", "--label", "board=none")
     assert r.returncode == 2 and "no stored run" in r.stderr
-    r = rtbench("trend", "--series", "JIT-PER")
+    r = rtbench_here("trend", "--series", "JIT-PER")
     assert r.returncode == 2 and "CASE/SERIES" in r.stderr
 
 
