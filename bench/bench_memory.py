@@ -8,6 +8,9 @@ samples) into a file; it is ingested into a fresh SQLite store, then shown
 and analysed from there. Goal (issue 22): <= 256 MiB whatever N (and <= 512
 MiB for a stored 1e8-sample run loaded and analysed); a peak that grows with
 N is memory that is not bounded. tests/e2e/test_memory.py checks 1e7.
+`analyze` is also read against numpy's floor: the same number of int64
+samples already in memory, their percentiles, mean and standard deviation
+by numpy (goal: analyze <= 1x that pass).
 
     .venv/bin/python bench/bench_memory.py [--samples 10000000,20000000] [--json] [--smoke]
 
@@ -31,8 +34,33 @@ GOAL_MIB = 256
 COMMANDS = (("ingest", "{stream}"), ("show", "latest"), ("analyze", "latest"))
 
 
+# The floor `analyze` is read against: numpy's pass over two series of N/2
+# int64 samples already in memory (the CPU of making them is not counted).
+FLOOR = """
+import sys, time
+import numpy as np
+n = int(sys.argv[1])
+rng = np.random.default_rng(1)
+series = [rng.integers(20, 5000, n // 2, dtype=np.int64) for _ in range(2)]
+t0 = time.process_time()
+for a in series:
+    np.percentile(a, [50, 90, 99, 99.9, 99.99, 100]), a.mean(), a.std()
+print(time.process_time() - t0)
+"""
+
+
 class BenchError(RuntimeError):
     pass
+
+
+def numpy_floor(samples: int) -> float:
+    """CPU seconds of numpy's percentile pass over `samples` (FLOOR)."""
+    done = subprocess.run(
+        [sys.executable, "-c", FLOOR, str(samples)], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise BenchError(f"numpy floor: exit {done.returncode}\n{done.stderr[-2000:]}")
+    return float(done.stdout)
 
 
 def child(args: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -63,6 +91,7 @@ def bench(tmp: Path, samples: int) -> dict[str, Any]:
         peak, cpu = child(cmd, env)
         out[name] = {"peak_mib": peak, "cpu_s": cpu}
     stream.unlink()
+    out["numpy_floor_cpu_s"] = numpy_floor(samples)
     return out
 
 
@@ -96,6 +125,13 @@ def main() -> int:
             f"{r[name]['peak_mib']:>9.0f} MiB {r[name]['cpu_s']:>6.1f} s" for name, _ in COMMANDS
         )
         print(f"  {r['samples']:>12,}{cells}")
+    print("analyze against numpy's percentile pass over the same samples in memory (goal <= 1x)")
+    for r in results:
+        ratio = r["analyze"]["cpu_s"] / r["numpy_floor_cpu_s"]
+        print(
+            f"  {r['samples']:>12,}  analyze {r['analyze']['cpu_s']:.1f} s, "
+            f"numpy {r['numpy_floor_cpu_s']:.1f} s: {ratio:.2f}x"
+        )
     if len(results) > 1:
         first, last = results[0], results[-1]
         for name, _ in COMMANDS:

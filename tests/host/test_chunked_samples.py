@@ -90,16 +90,19 @@ def test_a_long_stored_series_is_read_a_chunk_at_a_time(
         data.array()
 
 
-@pytest.mark.parametrize("kind", ["int64 range", "few values", "latency", "spikes"])
+@pytest.mark.parametrize(
+    "kind", ["int64 range", "few values", "latency", "spikes", "thin tail", "thick tail"]
+)
 def test_chunkwise_figures_are_the_whole_arrays(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Exact ranks, argmax, windows, block maxima and the min/max envelope
     of uneven chunks are numpy's on the whole array (gathering only small
     value ranges, so that the counting passes run too)."""
     from rtbench.analysis import chunkwise as cw
+    from rtbench.analysis import ranks as rk
     from rtbench.analysis.evt import block_maxima
     from rtbench.reports.charts import downsample_minmax
 
-    monkeypatch.setattr(cw, "GATHER", 1000)
+    monkeypatch.setattr(rk, "GATHER", 1000)
     rng = np.random.default_rng(len(kind))
     for _ in range(5):
         n = int(rng.integers(300, 40_000))
@@ -109,6 +112,12 @@ def test_chunkwise_figures_are_the_whole_arrays(kind: str, monkeypatch: pytest.M
             v = rng.integers(0, 5, n).astype(np.int64)
         elif kind == "latency":
             v = (1000 + rng.gamma(2, 60, n)).astype(np.int64)
+        elif kind in ("thin tail", "thick tail"):
+            # A body near the minimum, spikes far above 2^18 of it: the
+            # tail gathered when thin, narrowed by counts when thick.
+            v = (1000 + rng.gamma(2, 60, n)).astype(np.int64)
+            spikes = rng.random(n) < (0.001 if kind == "thin tail" else 0.2)
+            v[spikes] = rng.integers(300_000, 10**12, int(spikes.sum()))
         else:
             v = np.full(n, 7, np.int64)
             v[[0, int(rng.integers(1, n))]] = [-(2**63), 2**63 - 1]
@@ -117,11 +126,11 @@ def test_chunkwise_figures_are_the_whole_arrays(kind: str, monkeypatch: pytest.M
         ranks = sorted({0, n - 1, n // 2, int(n * 0.99), int(rng.integers(0, n))})
         ordered = np.sort(v)
         want = {k: int(ordered[k]) for k in ranks}
-        assert cw.select(data, ranks) == want
+        assert rk.select(data, ranks) == want
         # A summary's (min, max) saves a pass; a wrong one is found out.
         lo, hi = int(ordered[0]), int(ordered[-1])
         for bounds in [(lo, hi), (-(2**63), 2**63 - 1), (lo + 1, hi), (lo, hi - 1), (hi, lo)]:
-            assert cw.select(data, ranks, bounds) == want, bounds
+            assert rk.select(data, ranks, bounds) == want, bounds
         assert cw.argmax(data) == int(np.argmax(v))
         for size in (7, 4096):
             assert np.array_equal(np.concatenate([w.copy() for w in cw.windows(data, size)]), v)
@@ -129,3 +138,36 @@ def test_chunkwise_figures_are_the_whole_arrays(kind: str, monkeypatch: pytest.M
         assert all(np.array_equal(a, b) for a, b in zip(envelope, whole, strict=True))
         block = max(1, n // 37)
         assert np.array_equal(cw.block_maxima(data, block), block_maxima(v, block))
+        for size in (1, block, 4999):  # fed a chunk at a time (a tap)
+            tap = cw.BlockMaxima(n, size)
+            for c in data.chunks():
+                tap.add(c)
+            assert tap.done == tap.nb and np.array_equal(tap.maxima, block_maxima(v, size))
+
+
+def test_a_latency_series_with_a_thin_tail_is_ranked_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its body within 2^18 of the minimum, a few spikes far above: every
+    percentile exact after one pass over the chunks (the second pass over
+    every chunk was the larger part of `analyze` of a long run)."""
+    from rtbench.analysis import ranks as rk
+
+    monkeypatch.setattr(rk, "GATHER", 1000)  # the series is not gathered whole
+    rng = np.random.default_rng(5)
+    v = (1000 + rng.gamma(2, 60, 200_000)).astype(np.int64)
+    v[rng.integers(0, v.size, 50)] = rng.integers(300_000, 10**9, 50)
+    passes: list[int] = []
+
+    class Counted(Uneven):
+        def chunks(self) -> Iterator[Int64Array]:
+            passes.append(1)
+            yield from super().chunks()
+
+    data = Counted(v, [4096] * 60)
+    ranks = [0, 100_000, 180_000, 198_000, 199_800, 199_980, 199_999]
+    ordered = np.sort(v)
+    assert rk.select(data, ranks, (int(v.min()), int(v.max()))) == {
+        k: int(ordered[k]) for k in ranks
+    }
+    assert len(passes) == 1

@@ -2,12 +2,13 @@
 (`ChunkedSamples`): what show, analyze and report compute over a long stored
 run without holding its samples whole. Each function gives exactly what its
 whole-array counterpart gives (the same values, in the same floating-point
-order where that matters), in memory bounded by a chunk, a window or the
-samples of one narrow value range.
+order where that matters), in memory bounded by a chunk or a window.
+Exact ranks (percentiles) are `rtbench.analysis.ranks`.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -16,19 +17,6 @@ import numpy.typing as npt
 from rtbench.model import ArraySamples, ChunkedSamples, Int64Array
 
 FloatArray = npt.NDArray[np.float64]
-
-# A value range holding at most this many samples is gathered and
-# partitioned (2 MiB, so that the peak hardly depends on the data); a wider
-# one is counted into buckets first.
-GATHER = 1 << 18
-# Buckets of one counting pass (2 MiB of counts): each pass narrows a range
-# 262,144-fold, so an int64 range takes at most four, and a latency series
-# spanning up to 262 µs in ns (CAL-TIMER's) is counted exactly in one pass,
-# where 2^16 buckets took a second pass over every chunk.
-_BUCKET_BITS = 18
-# A pass counting several narrowed ranges at once (one a pending rank) uses
-# 2^16 buckets for each, so that their counts stay small together.
-_NARROW_BITS = 16
 
 
 class Concatenated(ChunkedSamples):
@@ -157,111 +145,59 @@ def argmax(data: ChunkedSamples) -> int | None:
     return where
 
 
-def select(
-    data: ChunkedSamples, ranks: list[int], bounds: tuple[int, int] | None = None
-) -> dict[int, int]:
-    """{k: the k-th smallest sample (0-based)} for each k in `ranks`, exactly.
+class BlockMaxima:
+    """The maximum of each whole block of `block` consecutive samples of a
+    series of `n`, fed a chunk at a time (a tap on another figure's pass)."""
 
-    A value range and the number of samples below it locate each rank;
-    counting passes narrow a range (2^18 buckets a pass) until it is a
-    single value or holds few enough samples to gather and partition.
-    `bounds`: the samples' (min, max) when known (a series' summary), which
-    saves a pass; checked by the counts, and found by a pass when wrong."""
-    n = len(data)
-    if not ranks:
-        return {}
-    if any(not 0 <= k < n for k in ranks):
-        raise ValueError(f"ranks {ranks} outside 0..{n - 1}")
-    if isinstance(data, ArraySamples):  # in memory: one partial sort of a copy
-        part = np.partition(data.values, sorted(set(ranks)))
-        return {k: int(part[k]) for k in ranks}
-    if bounds is not None and bounds[0] <= bounds[1]:
-        found = _select(data, ranks, bounds)
-        if found is not None:
-            return found
-    whole = value_range(data)
-    assert whole is not None
-    found = _select(data, ranks, whole)
-    if found is None:
-        raise ValueError("the samples changed between two passes over them")
-    return found
+    def __init__(self, n: int, block: int) -> None:
+        self.block, self.nb = block, n // block
+        self.maxima = np.empty(self.nb, dtype=np.float64)
+        self.done = 0  # whole blocks
+        self._open: tuple[int, int] | None = None  # (samples, max) of a block begun
 
-
-def _select(
-    data: ChunkedSamples, ranks: list[int], bounds: tuple[int, int]
-) -> dict[int, int] | None:
-    """`select` from a range said to hold every sample; None when a pass
-    finds another count in a range than the one before said."""
-    # rank -> (lo, hi, samples below lo, samples in [lo, hi])
-    pending = {k: (bounds[0], bounds[1], 0, len(data)) for k in set(ranks)}
-    out: dict[int, int] = {}
-    while pending:
-        for k, (lo, hi, _, _) in list(pending.items()):
-            if lo == hi:
-                out[k] = lo
-                del pending[k]
-        if not pending:
-            break
-        ranges = {(lo, hi, below, count) for lo, hi, below, count in pending.values()}
-        gather = [r for r in ranges if r[3] <= GATHER]
-        count = [r for r in ranges if r[3] > GATHER]
-        gathered, counted = _pass(data, [(r[0], r[1]) for r in gather], [r[:2] for r in count])
-        for k, (lo, hi, below, num) in list(pending.items()):
-            if (lo, hi) in gathered:
-                values = gathered[lo, hi]
-                if values.size != num:
-                    return None
-                out[k] = int(np.partition(values, k - below)[k - below])
-                del pending[k]
+    def add(self, c: Int64Array) -> None:
+        i = 0
+        if self._open is not None and c.size:
+            have, best = self._open
+            take = min(self.block - have, c.size)
+            best = max(best, int(c[:take].max()))
+            i = take
+            if have + take == self.block:
+                self.maxima[self.done] = best
+                self.done += 1
+                self._open = None
             else:
-                shift, counts = counted[lo, hi]
-                cum = np.cumsum(counts)
-                if not cum.size or int(cum[-1]) != num:
-                    return None
-                b = int(np.searchsorted(cum, k - below, side="right"))
-                before = int(cum[b - 1]) if b else 0
-                new_lo = lo + (b << shift)
-                new_hi = min(hi, new_lo + (1 << shift) - 1)
-                pending[k] = (new_lo, new_hi, below + before, int(counts[b]))
-    return {k: out[k] for k in ranks}
+                self._open = (have + take, best)
+        whole = min((c.size - i) // self.block, self.nb - self.done)
+        if whole > 0:
+            end = i + whole * self.block
+            self.maxima[self.done : self.done + whole] = (
+                c[i:end].reshape(whole, self.block).max(axis=1)
+            )
+            self.done += whole
+            i = end
+        if i < c.size and self.done < self.nb:
+            self._open = (c.size - i, int(c[i:].max()))
 
 
-def _pass(
-    data: ChunkedSamples, gather: list[tuple[int, int]], count: list[tuple[int, int]]
-) -> tuple[dict[tuple[int, int], Int64Array], dict[tuple[int, int], tuple[int, Int64Array]]]:
-    """One pass over the samples: the values in each `gather` range, and the
-    bucket counts (shift, counts) of each `count` range."""
-    parts: dict[tuple[int, int], list[Int64Array]] = {r: [] for r in gather}
-    bits = _BUCKET_BITS if len(count) == 1 else _NARROW_BITS
-    shifts = {r: max(0, (r[1] - r[0]).bit_length() - bits) for r in count}
-    counts = {r: np.zeros(((r[1] - r[0]) >> shifts[r]) + 1, dtype=np.int64) for r in count}
-    for c in data.chunks():
-        if not c.size:
-            continue
-        c_lo, c_hi = int(c.min()), int(c.max())
-        for lo, hi in gather:
-            parts[lo, hi].append(c[(c >= lo) & (c <= hi)])
-        for lo, hi in count:
-            # Masked only when the chunk reaches outside the range (the
-            # first pass' range holds every sample).
-            inside = c if lo <= c_lo and c_hi <= hi else c[(c >= lo) & (c <= hi)]
-            if hi - lo < 1 << 63:  # offsets from lo fit int64: a new array, shifted in place
-                buckets = inside - lo
-                if shifts[lo, hi]:
-                    buckets >>= shifts[lo, hi]
-            else:  # offsets as uint64: exact across the whole int64 range
-                offsets = inside.view(np.uint64) - np.uint64(lo % (1 << 64))
-                buckets = (offsets >> np.uint64(shifts[lo, hi])).astype(np.int64)
-            # Only up to the chunk's highest bucket: most chunks of a
-            # latency series stay far below the range's top (its outliers).
-            got = np.bincount(buckets)
-            counts[lo, hi][: got.size] += got
-    gathered = {r: np.concatenate(p) if p else np.empty(0, np.int64) for r, p in parts.items()}
-    return gathered, {r: (shifts[r], counts[r]) for r in count}
+# Block maxima taken on another pass (`remember_block_maxima`), by series.
+_MAXIMA: weakref.WeakKeyDictionary[ChunkedSamples, dict[int, FloatArray]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def remember_block_maxima(data: ChunkedSamples, taken: BlockMaxima) -> None:
+    """Keeps the block maxima a tap took over all of `data`, for
+    `block_maxima`: one decode of a long stored series fewer."""
+    if taken.done == taken.nb:
+        _MAXIMA.setdefault(data, {})[taken.block] = taken.maxima
 
 
 def block_maxima(data: ChunkedSamples, block: int) -> FloatArray:
     """The maximum of each whole block of `block` consecutive samples."""
+    known = _MAXIMA.get(data, {}).get(block)
+    if known is not None:
+        return known.copy()
     nb = len(data) // block
     out = np.empty(nb, dtype=np.float64)
     per = max(1, (1 << 22) // block)  # whole blocks a window

@@ -32,7 +32,15 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from rtbench.analysis.chunkwise import SquaredDeviations, Tapped, select, windows
+from rtbench.analysis.chunkwise import (
+    BlockMaxima,
+    SquaredDeviations,
+    Tapped,
+    remember_block_maxima,
+    windows,
+)
+from rtbench.analysis.evt import default_block_size
+from rtbench.analysis.ranks import select
 from rtbench.analysis.stored import usable_hist
 from rtbench.catalogue import Table, sigma3_cases
 from rtbench.model import (
@@ -154,7 +162,7 @@ def sample_percentiles(
     bounds: tuple[int, int] | None = None,
 ) -> list[float]:
     """Nearest-rank percentiles of raw samples (one partial sort for all an
-    array's; a few passes over a long series' chunks: `chunkwise.select`,
+    array's; a few passes over a long series' chunks: `ranks.select`,
     `bounds` the samples' (min, max) if known)."""
     if isinstance(values, ChunkedSamples):
         n = len(values)
@@ -365,10 +373,21 @@ def _from_samples(s: Series, sigma3: bool) -> Stats:
         squares: SquaredDeviations | None = None
         tapped: ChunkedSamples = data
         mean = s.mean
-        if mean is not None and len(data):  # the moments ride the first counting pass
+        # The moments and EVT's block maxima ride the first counting pass.
+        maxima = BlockMaxima(len(data), default_block_size(len(data))) if s.traits.evt else None
+        if mean is not None and len(data):
             squares = SquaredDeviations(_SLICE, mean, len(data))
-            tapped = Tapped(data, squares.add)
+        if squares is not None or maxima is not None:
+            taps = [t.add for t in (squares, maxima) if t is not None]
+
+            def feed(c: Int64Array) -> None:
+                for tap in taps:
+                    tap(c)
+
+            tapped = Tapped(data, feed)
         values = sample_percentiles(tapped, bounds=bounds)
+        if maxima is not None and isinstance(tapped, Tapped) and tapped.tapped:
+            remember_block_maxima(data, maxima)
         if mean is not None and squares is not None and squares.seen == len(data):
             mu, sd = mean, math.sqrt(squares.total() / len(data))
         else:
