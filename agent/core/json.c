@@ -137,14 +137,28 @@ void rtb_json_str(rtb_json *j, const char *key, const char *value)
         escaped(j, value ? value : "");
 }
 
+const char *rtb_json_vstrf(rtb_json *j, const char *key, const char *fmt, va_list ap)
+{
+    /* Formatted into the top RTB_JSON_TEXT_CAP bytes of the body, then
+     * escaped into the body below them: no 1 KiB buffer on the caller's
+     * stack (a board's main stack is sized to its deepest path, a check's
+     * detail). The body is taken as that much shorter meanwhile, so the
+     * escaped text never reaches what it is read from. */
+    char *text = j->buf + j->cap - RTB_JSON_TEXT_CAP;
+    vsnprintf(text, RTB_JSON_TEXT_CAP, fmt, ap);
+    size_t cap = j->cap;
+    j->cap -= RTB_JSON_TEXT_CAP;
+    rtb_json_str(j, key, text);
+    j->cap = cap;
+    return text;
+}
+
 void rtb_json_strf(rtb_json *j, const char *key, const char *fmt, ...)
 {
-    char tmp[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    rtb_json_vstrf(j, key, fmt, ap);
     va_end(ap);
-    rtb_json_str(j, key, tmp);
 }
 
 /* By hand: newlib has no PRId64 without sys/types.h, and a nano printf

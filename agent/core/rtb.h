@@ -45,6 +45,11 @@ void rtb_json_arr(rtb_json *j, const char *key);
 void rtb_json_arr_end(rtb_json *j);
 void rtb_json_str(rtb_json *j, const char *key, const char *value);
 void rtb_json_strf(rtb_json *j, const char *key, const char *fmt, ...) RTB_PRINTF(3, 4);
+/* The formatted text (clipped to RTB_JSON_TEXT_CAP - 1 bytes) as a string
+ * member; returns that text unescaped, valid until the next write to j.
+ * Needs a body of more than 2 * RTB_JSON_TEXT_CAP bytes (a record's). */
+#define RTB_JSON_TEXT_CAP 1024
+const char *rtb_json_vstrf(rtb_json *j, const char *key, const char *fmt, va_list ap);
 void rtb_json_i64(rtb_json *j, const char *key, int64_t value);
 /* Decimal digits of a 64-bit integer into out (24 bytes, NUL-terminated); returns
  * the length. Portable where printf lacks 64-bit formats (newlib). */
@@ -66,6 +71,7 @@ void rtb_json_str_close(rtb_json *j);
 /* ---- stream writer (stream.c) ----------------------------------------- */
 
 #define RTB_BODY_CAP RTB_STREAM_BODY_CAP /* rtb_port_config.h */
+_Static_assert(RTB_BODY_CAP > 2 * RTB_JSON_TEXT_CAP, "a record body holds a formatted detail");
 
 typedef struct rtb_stream {
     FILE *out;

@@ -258,8 +258,14 @@ void rtb_series_flush(rtb_series *s)
 
 static void vcheck(rtb_ctx *ctx, const char *name, const char *verdict, const char *fmt, va_list ap)
 {
-    char detail[1024];
-    vsnprintf(detail, sizeof detail, fmt, ap);
+    /* The detail is formatted into the record's body (rtb_json_vstrf), not
+     * a 1 KiB buffer here: this is the deepest path of a board's main
+     * stack (a case's frame, then a check, then printf). */
+    rtb_json *j = rtb_rec_begin(ctx->stream, "check");
+    case_keys(j, ctx);
+    rtb_json_str(j, "name", name);
+    rtb_json_str(j, "verdict", verdict);
+    const char *detail = rtb_json_vstrf(j, "detail", fmt, ap);
     if (strcmp(verdict, "skip") != 0) {
         ctx->checks_applied++;
     } else if (!ctx->checks_skipped++) {
@@ -268,11 +274,6 @@ static void vcheck(rtb_ctx *ctx, const char *name, const char *verdict, const ch
         memcpy(ctx->skip_reason, detail, n);
         ctx->skip_reason[n] = '\0';
     }
-    rtb_json *j = rtb_rec_begin(ctx->stream, "check");
-    case_keys(j, ctx);
-    rtb_json_str(j, "name", name);
-    rtb_json_str(j, "verdict", verdict);
-    rtb_json_str(j, "detail", detail);
     rtb_rec_end(ctx->stream);
 }
 
@@ -312,16 +313,14 @@ bool rtb_checks_need_realtime(rtb_ctx *ctx, const char *const *names, int n, con
 
 void rtb_warn(rtb_ctx *ctx, const char *code, const char *fmt, ...)
 {
-    char detail[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
-    va_end(ap);
     rtb_json *j = rtb_rec_begin(ctx->stream, "warn");
     rtb_json_str(j, "code", code);
     if (ctx->cur)
         case_keys(j, ctx);
-    rtb_json_str(j, "detail", detail);
+    va_list ap;
+    va_start(ap, fmt);
+    rtb_json_vstrf(j, "detail", fmt, ap); /* no 1 KiB buffer on the stack */
+    va_end(ap);
     rtb_rec_end(ctx->stream);
 }
 

@@ -74,6 +74,12 @@ int main(void)
     rtb_emit_check(&ctx, "failing", false, "detail");
     rtb_emit_check_error(&ctx, "broken", "err");
     rtb_warn(&ctx, "clamped", "%s", hostile);
+    /* A detail past RTB_JSON_TEXT_CAP, formatted into the record's own body
+     * and escaped below it: its first 1023 bytes, control bytes escaped. */
+    static char longer[1500];
+    for (size_t i = 0; i + 1 < sizeof longer; i++)
+        longer[i] = i % 7 == 6 ? '\x01' : (char)('a' + i % 7);
+    rtb_emit_check(&ctx, "long", true, "%s", longer);
 
     /* A string far larger than a record: clipped, still valid JSON/UTF-8. */
     static char big[RTB_BODY_CAP * 5 / 2 + 1]; /* whatever the port's body cap */

@@ -48,8 +48,13 @@ def test_extreme_integers_and_strings(stream: bytes) -> None:
         ("hostile", "pass"),
         ("failing", "fail"),
         ("broken", "error"),
+        ("long", "pass"),
     ]
     assert case.checks[0].detail == HOSTILE
+    # Clipped at 1023 bytes as formatted, every control byte escaped and
+    # read back (the detail is written from the top of the record's body).
+    longer = "".join("\x01" if i % 7 == 6 else chr(ord("a") + i % 7) for i in range(1499))
+    assert case.checks[3].detail == longer[:1023]
     assert run.warnings[0].detail == HOSTILE and run.warnings[0].case is None
 
 
