@@ -66,6 +66,13 @@ def _header(run: Run, console: Console) -> None:
         )
 
 
+def _cases(names: list[str]) -> str:
+    """The cases a warning came from: all of a few, the first three of many."""
+    if len(names) <= 3:
+        return ", ".join(names)
+    return f"{', '.join(names[:3])} and {len(names) - 3} more cases"
+
+
 def render_run(run: Run, console: Console) -> None:
     _header(run, console)
     if run.cases:
@@ -85,13 +92,16 @@ def render_run(run: Run, console: Console) -> None:
     warnings = run.all_warnings()
     if warnings:
         console.print(Text("Warnings", style="bold yellow"))
-        seen: set[tuple[str, str, str | None]] = set()
+        # One line per warning, naming the cases it came from: without
+        # real-time priority every case says not_realtime in the same words
+        # (44 lines of one warning buried the others).
+        where: dict[tuple[str, str, bool], list[str]] = {}
         for w in warnings:
-            key = (w.code, w.detail, w.case)
-            if key in seen:
-                continue
-            seen.add(key)
-            console.print(Text(f"  {w.code} {w.case or ''}: {w.detail}", style="yellow"))
+            names = where.setdefault((w.code, w.detail, w.case is None), [])
+            if w.case is not None and w.case not in names:
+                names.append(w.case)
+        for (code, detail, _), names in where.items():
+            console.print(Text(f"  {code} {_cases(names)}: {detail}", style="yellow"))
     if run.issues:
         console.print(Text("Stream problems", style="bold red"))
         for issue in run.issues:
