@@ -106,6 +106,7 @@ def one_boot(args: list[str], spec: str) -> dict[str, Any]:
     if missing := [n for n in RAM_PARTS.values() if n not in ram]:
         raise TransportError(f"{args}: the firmware's RAM note lacks {missing}: {transport.notes}")
     main = stacks.pop("rtb-main", (0, 0))
+    isr = stacks.pop("kernel-isr", (0, 0))  # uC/OS-III's own interrupt stack
     threads = max((used for _, used in stacks.values()), default=0)
     return {
         "outcomes": {c.case: c.outcome for c in run.cases},
@@ -117,6 +118,7 @@ def one_boot(args: list[str], spec: str) -> dict[str, Any]:
         # The main stack's high-water mark (the reset paints it): what the
         # interrupts (FreeRTOS) or main() before the kernel (uC/OS) used of it.
         "irq_stack_used": ram.get("irq_stack_used", 0),
+        "kernel_isr_stack_used": isr[1],
         **{k: ram[note] for k, note in RAM_PARTS.items()},
     }
 

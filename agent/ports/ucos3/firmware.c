@@ -51,6 +51,12 @@ static void agent_task(void *arg)
     OSTaskStkChk(NULL, &free_words, &used_words, &err);
     if (err == OS_ERR_NONE)
         firmware_stack_note("rtb-main", sizeof main_stack, free_words * sizeof(CPU_STK));
+    /* The interrupts' stack, which OSInit cleared: words still zero from its
+     * bottom were never used (the kernel's own statistic task counts so). */
+    CPU_STK_SIZE isr_free = 0;
+    while (isr_free < OSCfg_ISRStkSize && OSCfg_ISRStkBasePtr[isr_free] == 0u)
+        isr_free++;
+    firmware_stack_note("kernel-isr", OSCfg_ISRStkSizeRAM, isr_free * sizeof(CPU_STK));
     firmware_stack_report();
     fflush(stdout);
     board_exit(status);

@@ -161,12 +161,21 @@ typedef struct queue_slot {
     uint8_t *storage;
     size_t cap;
     msg_slot *free;
+    unsigned depth; /* messages of the kernel's pool it may hold */
     bool used;
 } queue_slot;
 
 static queue_slot queues[RTB_UCOS3_QUEUES];
 RTB_BULK static uint8_t queue_arena[RTB_UCOS3_QUEUE_ARENA];
 static size_t queue_arena_used;
+
+/* The kernel's message pool (OS_CFG_MSG_POOL_SIZE, 12 bytes a message in
+ * .bss) serves every queue at once: a queue is made only while the depths
+ * of the live ones fit it, so a post never finds the pool empty (a send
+ * would fail while its queue has room). 16 messages stay for the kernel
+ * load's workers (ports/ucos3/load.c: one in flight each). */
+#define QUEUE_MSGS (OS_CFG_MSG_POOL_SIZE - 16u)
+static unsigned queue_msgs_reserved;
 
 size_t rtb_os_queues_reserved(void) { return queue_arena_used; }
 
@@ -184,12 +193,15 @@ FIRMWARE_SLOT_PICKER(queue_take, queue_slot, queues, RTB_UCOS3_QUEUES, storage, 
 int rtb_queue_create(rtb_queue *q, size_t msg_size, unsigned depth)
 {
     queue_obj *o = (queue_obj *)(void *)q;
-    if (msg_size == 0 || depth == 0 || depth > OS_CFG_MSG_POOL_SIZE ||
-        msg_size > RTB_UCOS3_QUEUE_ARENA)
+    if (msg_size == 0 || depth == 0 || depth > QUEUE_MSGS || msg_size > RTB_UCOS3_QUEUE_ARENA)
         return RTB_EINVAL;
     size_t item = ITEM_HEADER + ((msg_size + 7) & ~(size_t)7);
     rtb_os_lock();
-    queue_slot *s = queue_take(item * depth);
+    queue_slot *s = depth <= QUEUE_MSGS - queue_msgs_reserved ? queue_take(item * depth) : NULL;
+    if (s) {
+        s->depth = depth;
+        queue_msgs_reserved += depth;
+    }
     rtb_os_unlock();
     if (!s)
         return RTB_ENOMEM;
@@ -206,6 +218,7 @@ int rtb_queue_create(rtb_queue *q, size_t msg_size, unsigned depth)
     if (err != OS_ERR_NONE) {
         rtb_os_lock();
         s->used = false;
+        queue_msgs_reserved -= depth;
         rtb_os_unlock();
         return RTB_EFAIL;
     }
@@ -222,6 +235,7 @@ int rtb_queue_delete(rtb_queue *q)
     OSSemDel(&o->slot->space, OS_OPT_DEL_ALWAYS, &err);
     rtb_os_lock();
     o->slot->used = false;
+    queue_msgs_reserved -= o->slot->depth;
     rtb_os_unlock();
     return RTB_OK;
 }
