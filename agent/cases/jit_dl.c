@@ -128,6 +128,12 @@ out:
     return r;
 }
 
+static const char *unsupported_here(const rtb_port_info *port)
+{
+    (void)port;
+    return rtb_deadline_missing();
+}
+
 static rtb_time expected(const rtb_ctx *ctx)
 {
     return rtb_param(ctx, "cycles") * rtb_param(ctx, "period_us") * 1000;
@@ -138,6 +144,7 @@ const rtb_case rtb_case_jit_dl = {
     .title = "Deadline task releases, misses and overruns",
     .params = params,
     .nparams = sizeof params / sizeof params[0],
+    .unsupported_here = unsupported_here,
     .run = run,
     .expected_ns = expected,
 };

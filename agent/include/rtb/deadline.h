@@ -19,4 +19,9 @@
 int rtb_thread_self_deadline(rtb_time runtime, rtb_time deadline, rtb_time period, char *why,
                              size_t whycap);
 
+/* Why this port has no deadline scheduler, or NULL where it has one (which
+ * may still refuse a task: rtb_thread_self_deadline says why). JIT-DL asks
+ * before it sets anything up, so a board keeps no buffers for it. */
+const char *rtb_deadline_missing(void);
+
 #endif

@@ -24,6 +24,8 @@ struct dl_attr {
     uint64_t sched_runtime, sched_deadline, sched_period;
 };
 
+const char *rtb_deadline_missing(void) { return NULL; }
+
 int rtb_thread_self_deadline(rtb_time runtime, rtb_time deadline, rtb_time period, char *why,
                              size_t whycap)
 {
