@@ -92,6 +92,9 @@ static rtb_result run(rtb_ctx *ctx)
     rtb_time period = rtb_param(ctx, "period_us") * 1000;
     rtb_time duration = rtb_param(ctx, "duration_ms") * 1000000;
     int nload = (int)rtb_param(ctx, "load_threads");
+    char why[256];
+    if (rtb_load_check("kernel", nload, why, sizeof why) == RTB_ENOTSUP)
+        return rtb_unsupported(ctx, "%s", why); /* before any buffer is held */
     rtb_result worst = RTB_PASSED;
     for (int i = 0; i < nsrc; i++) {
         irq_lat_cfg cfg = {.source = (int)sources[i],

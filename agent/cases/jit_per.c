@@ -529,6 +529,10 @@ static void monitor(rtb_ctx *ctx, rtb_sem *done, per *ps, int np)
 
 static rtb_result run(rtb_ctx *ctx)
 {
+    char why[256];
+    if (rtb_load_check("kernel", (int)rtb_param(ctx, "load_threads"), why, sizeof why) ==
+        RTB_ENOTSUP)
+        return rtb_unsupported(ctx, "%s", why); /* before any buffer is held */
     bool multi = ctx->opt->ncpus > 0;
     int np = multi ? ctx->opt->ncpus : 1;
     per *ps = rtb_mem_calloc((size_t)np, sizeof *ps);

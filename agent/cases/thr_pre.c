@@ -64,6 +64,9 @@ static rtb_result run(rtb_ctx *ctx)
 {
     pre x = {.ctx = ctx, .period = rtb_param(ctx, "period_us") * 1000};
     int nload = (int)rtb_param(ctx, "load_threads");
+    char why[256];
+    if (rtb_load_check("kernel", nload, why, sizeof why) == RTB_ENOTSUP)
+        return rtb_unsupported(ctx, "%s", why); /* before any buffer is held */
     if (rtb_series_init(&x.s, "preempt", ctx->opt->max_samples) != RTB_OK) {
         rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples",
                              (unsigned long long)ctx->opt->max_samples);

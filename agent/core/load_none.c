@@ -43,13 +43,18 @@ const char *rtb_load_kind_name(const rtb_load_spec *spec)
     return "none";
 }
 
+int rtb_load_check(const char *kind, int n, char *err, size_t errcap)
+{
+    if (n == 0) /* no load asked: nothing to refuse */
+        return RTB_OK;
+    snprintf(err, errcap, NO_LOADS " (the case asks for %d '%s' load threads)", n, kind);
+    return RTB_ENOTSUP;
+}
+
 int rtb_load_start(rtb_load **out, const char *kind, int n, int cpu, int priority, char *err,
                    size_t errcap)
 {
     (void)cpu, (void)priority;
     *out = NULL;
-    if (n == 0) /* no load asked: nothing to refuse */
-        return RTB_OK;
-    snprintf(err, errcap, NO_LOADS " (the case asks for %d '%s' load threads)", n, kind);
-    return RTB_ENOTSUP;
+    return rtb_load_check(kind, n, err, errcap);
 }

@@ -315,6 +315,12 @@ void rtb_load_describe(const rtb_load *l, char *buf, size_t cap)
                                 i ? "," : on > 1 ? ") on CPUs " : ") on CPU ", l->cpus[i]);
 }
 
+int rtb_load_check(const char *kind, int n, char *err, size_t errcap)
+{
+    (void)kind, (void)n, (void)err, (void)errcap; /* every kind runs here */
+    return RTB_OK;
+}
+
 int rtb_load_start(rtb_load **out, const char *kind, int n, int cpu, int priority, char *err,
                    size_t errcap)
 {

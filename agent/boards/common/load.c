@@ -92,11 +92,8 @@ void rtb_load_describe(const rtb_load *l, char *buf, size_t cap)
     snprintf(buf, cap, "%d kernel-call thread%s", l ? l->n : 0, l && l->n == 1 ? "" : "s");
 }
 
-int rtb_load_start(rtb_load **out, const char *kind, int n, int cpu, int priority, char *err,
-                   size_t errcap)
+int rtb_load_check(const char *kind, int n, char *err, size_t errcap)
 {
-    (void)cpu; /* one CPU */
-    *out = NULL;
     if (n == 0)
         return RTB_OK;
     const rtb_port_info *port = rtb_port();
@@ -109,6 +106,19 @@ int rtb_load_start(rtb_load **out, const char *kind, int n, int cpu, int priorit
                  port->sysname, n);
         return RTB_ENOTSUP;
     }
+    return RTB_OK;
+}
+
+int rtb_load_start(rtb_load **out, const char *kind, int n, int cpu, int priority, char *err,
+                   size_t errcap)
+{
+    (void)cpu; /* one CPU */
+    *out = NULL;
+    if (n == 0)
+        return RTB_OK;
+    int rc = rtb_load_check(kind, n, err, errcap);
+    if (rc != RTB_OK)
+        return rc;
     if (n < 0 || n > MAX_LOAD_THREADS) {
         snprintf(err, errcap, "at most %d load threads on this port", MAX_LOAD_THREADS);
         return RTB_EINVAL;

@@ -86,5 +86,10 @@ void rtb_load_describe(const rtb_load *l, char *buf, size_t cap);
  * starts nothing, *out = NULL. */
 int rtb_load_start(rtb_load **out, const char *kind, int n, int cpu, int priority, char *err,
                    size_t errcap);
+/* Whether rtb_load_start could start such a load here, asked before a
+ * case sets anything up: RTB_ENOTSUP with the reason rtb_load_start would
+ * give (the case is then unsupported holding no RAM, a board's 64 KiB),
+ * else RTB_OK (starting it may still fail, and says why). */
+int rtb_load_check(const char *kind, int n, char *err, size_t errcap);
 
 #endif
