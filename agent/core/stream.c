@@ -59,21 +59,44 @@ rtb_json *rtb_rec_begin_urgent(rtb_stream *s, const char *kind)
     return start(s, kind, s->urgent_body, sizeof s->urgent_body);
 }
 
+/* Appends the text at `src` (at most `max` bytes) to dst at `at`. */
+static size_t put(char *dst, size_t at, const char *src, size_t max)
+{
+    size_t n = strnlen(src, max);
+    memcpy(dst + at, src, n);
+    return at + n;
+}
+
 void rtb_rec_end(rtb_stream *s)
 {
     rtb_json_obj_end(&s->json);
     /* The line is written in three pieces, its CRC taken over the first two
      * as one: no copy of the body (RAM a small board lacks). A record the
      * watchdog writes in between damages this line, which the host then
-     * drops by its CRC, never misreads. */
-    char head[64], seq[24];
-    rtb_fmt_u64(seq, s->seq);
-    int n = snprintf(head, sizeof head, "%d %s %s ", RTB_STREAM_FORMAT, seq, s->kind);
-    uint32_t crc = rtb_crc32_update(rtb_crc32_update(0, head, (size_t)n), s->json.buf,
+     * drops by its CRC, never misreads. Built by hand, not by printf: the
+     * watchdog writes on a board thread's small stack, and newlib's vfprintf
+     * alone ran past it (a HardFault lockup instead of its records). */
+    char head[80], num[24];
+    size_t n = put(head, 0, "@rtb ", 8);
+    rtb_fmt_u64(num, RTB_STREAM_FORMAT);
+    n = put(head, n, num, sizeof num);
+    head[n++] = ' ';
+    rtb_fmt_u64(num, s->seq);
+    n = put(head, n, num, sizeof num);
+    head[n++] = ' ';
+    n = put(head, n, s->kind, 24);
+    head[n++] = ' ';
+    /* The CRC covers the line from its version on (not the "@rtb " tag). */
+    uint32_t crc = rtb_crc32_update(rtb_crc32_update(0, head + 5, n - 5), s->json.buf,
                                     s->json.len);
-    fprintf(s->out, "@rtb %s", head);
+    char tail[10];
+    tail[0] = ' ';
+    for (int i = 0; i < 8; i++)
+        tail[1 + i] = "0123456789abcdef"[(crc >> (28 - 4 * i)) & 0xF];
+    tail[9] = '\n';
+    fwrite(head, 1, n, s->out);
     fwrite(s->json.buf, 1, s->json.len, s->out);
-    fprintf(s->out, " %08lx\n", (unsigned long)crc);
+    fwrite(tail, 1, sizeof tail, s->out);
     fflush(s->out);
     s->seq++;
     if (!s->urgent)
