@@ -5,6 +5,7 @@ whether it was held and how."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import struct
@@ -59,6 +60,16 @@ def _device_value() -> int:
     return int(struct.unpack("i", DEVICE.read_bytes()[:4])[0])
 
 
+def _holders() -> set[int]:
+    """The processes holding the device open (each one a request)."""
+    pids: set[int] = set()
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        with contextlib.suppress(OSError):
+            if os.readlink(fd) == str(DEVICE):
+                pids.add(int(fd.parts[2]))
+    return pids
+
+
 @pytest.mark.root("writes /dev/cpu_dma_latency")
 @pytest.mark.skipif(not DEVICE.exists(), reason="this kernel has no /dev/cpu_dma_latency")
 def test_real_device_held_during_the_run_and_restored(agent: Path) -> None:
@@ -73,10 +84,13 @@ def test_real_device_held_during_the_run_and_restored(agent: Path) -> None:
         for line in proc.stdout:  # the case began: the hold is in place
             if b" begin {" in line:
                 break
-        during = _device_value()
+        during, holders = _device_value(), _holders()
     finally:
         proc.kill()
         proc.wait()
-    assert during == 0
+    assert during == 0 and proc.pid in holders
     # Killed, not ended: the kernel still drops the request with the file.
-    assert _device_value() == before
+    # Another process of this machine's may hold its own meanwhile (an agent
+    # run outside this suite): then the value is its, and the agent is gone.
+    after, holders = _device_value(), _holders()
+    assert after == before or (holders and proc.pid not in holders), (after, holders)
