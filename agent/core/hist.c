@@ -19,8 +19,12 @@ void rtb_hist_init_log2(rtb_hist *h, int sub_bits)
 {
     if (sub_bits < 1)
         sub_bits = 1;
-    /* Indices reach (64 - sub_bits) << sub_bits: keep them in the array. */
-    while (((64 - sub_bits) << sub_bits) + (2 << sub_bits) > RTB_HIST_MAX_BUCKETS)
+    /* Indices reach (64 - sub_bits) << sub_bits: keep them in the array,
+     * down to RTB_HIST_LOG2_MIN_SUB_BITS; below it the resolution stays and
+     * the values past the array's top bucket count as overflow (the record
+     * then says its buckets). */
+    while (sub_bits > RTB_HIST_LOG2_MIN_SUB_BITS &&
+           ((64 - sub_bits) << sub_bits) + (2 << sub_bits) > RTB_HIST_MAX_BUCKETS)
         sub_bits--;
     h->kind = RTB_HIST_LOG2;
     h->sub_bits = sub_bits;
@@ -61,10 +65,15 @@ void rtb_hist_add(rtb_hist *h, int64_t v)
     if (v > h->max)
         h->max = v;
     if (h->kind == RTB_HIST_LOG2) {
-        if (v < 0)
+        if (v < 0) {
             h->underflow++;
+            return;
+        }
+        int i = log2_index((uint64_t)v, h->sub_bits);
+        if (i >= h->nbuckets)
+            h->overflow++;
         else
-            count(&h->counts[log2_index((uint64_t)v, h->sub_bits)]);
+            count(&h->counts[i]);
         return;
     }
     if (v < h->lo) {

@@ -187,6 +187,9 @@ static void emit_hist(rtb_ctx *ctx, const rtb_series *s, const rtb_tags *tags)
     if (h->kind == RTB_HIST_LOG2) {
         rtb_json_str(j, "kind", "log2");
         rtb_json_i64(j, "sub_bits", h->sub_bits);
+        /* Below what a 64-bit value reaches: the top ones are overflow. */
+        if (h->nbuckets < ((63 - h->sub_bits) << h->sub_bits) + (2 << h->sub_bits))
+            rtb_json_i64(j, "buckets", h->nbuckets);
     } else {
         rtb_json_str(j, "kind", "linear");
         rtb_json_i64(j, "lo", h->lo);

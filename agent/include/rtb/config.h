@@ -50,6 +50,15 @@
 #define RTB_HIST_BUCKETS 2048
 #endif
 
+/* The fewest sub-buckets an octave (2^s) a log2 histogram keeps when
+ * RTB_HIST_BUCKETS cannot reach every 64-bit value: rather than lose
+ * resolution, the values above its top bucket count as overflow (exact in
+ * n, min, max and sum; the `hist` record says its `buckets`). 1: the whole
+ * 64-bit range at any bucket count. */
+#ifndef RTB_HIST_LOG2_MIN_SUB_BITS
+#define RTB_HIST_LOG2_MIN_SUB_BITS 1
+#endif
+
 /* RTB_HIST_COUNT32, when defined: a histogram's counters are 32 bits, half
  * the RAM (a small board's: 4 KiB a series at 1024 buckets). A bucket
  * stops at 2^32 - 1 (over an hour of one-microsecond samples in one

@@ -193,8 +193,8 @@ def _underflow_range(h: Histogram) -> tuple[float, float]:
 def _overflow_range(h: Histogram) -> tuple[float, float]:
     assert h.min is not None and h.max is not None
     layout = h.layout
-    if layout.get("kind") == "linear" and "buckets" in layout:
-        bottom = int(layout["lo"]) + int(layout["buckets"]) * int(layout["width"])
+    if "buckets" in layout and layout.get("kind") in ("linear", "log2"):
+        bottom = h.bucket_bounds(int(layout["buckets"]))[0]  # its first value
         return float(max(min(bottom, h.max), h.min)), float(h.max)
     return float(h.min), float(h.max)
 

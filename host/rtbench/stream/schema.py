@@ -213,7 +213,9 @@ _HELLO = fields(
 )
 
 _LAYOUTS: dict[str, Fields] = {
-    "log2": fields(sub_bits=req(integer(0, MAX_SUB_BITS))),
+    # buckets: a board's array below what a 64-bit value reaches (the values
+    # past it are overflow).
+    "log2": fields(sub_bits=req(integer(0, MAX_SUB_BITS)), buckets=opt(U64)),
     "linear": fields(lo=req(WIRE_INT), width=req(integer(1, U64_MAX)), buckets=req(U64)),
 }
 
@@ -325,7 +327,8 @@ def bucket_limit(layout: dict[str, Any]) -> int:
         return int(layout["buckets"])
     s = int(layout["sub_bits"])
     # v < 2**64: shift <= 63 - s and the mantissa < 2**(s+1).
-    return max(0, 63 - s) * (1 << s) + (2 << s)
+    reach = max(0, 63 - s) * (1 << s) + (2 << s)
+    return min(reach, int(layout["buckets"])) if "buckets" in layout else reach
 
 
 def _hist_rules(body: dict[str, Any]) -> None:
