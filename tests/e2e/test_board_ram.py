@@ -39,8 +39,9 @@ KERNELS = ("freertos", "ucos3", "ucos2")
 # 2026-11-26): each holds raw arrays of stamps beside its series (a
 # streamed series keeps 1 KiB of samples, but its 2.1 KiB histogram, 528
 # buckets, and the case's own arrays stay: CLK-RES came under at 528, not
-# 1024; on uC/OS-II 60 B under, MEM-POOL on uC/OS-III 56 B over), series that are not streamed yet (16 KiB a series
-# at the board's max_samples 2000), or more threads than 64 KiB holds
+# 1024; on uC/OS-II 60 B under, MEM-POOL on uC/OS-III 56 B over), series
+# that are not streamed yet (16 KiB a series at the board's max_samples
+# 2000), or more threads than 64 KiB holds
 # (THR-SW n=1000, THR-CTX, SEM-ARC).
 _OVER_ALL: frozenset[str] = frozenset(
     {

@@ -1,7 +1,8 @@
 """The FreeRTOS firmware keeps fewer histogram buckets than the POSIX agent
-(rtb_port_config.h: RTB_HIST_BUCKETS 1024, for RAM) and says so in each
-`hist` record's layout: a log2 histogram at 4 sub-bits, JIT-PER's linear
-deviation histogram in 2 us buckets. Known answer: with every sample kept,
+(rtb_port_config.h: RTB_HIST_BUCKETS 528, for RAM) and says so in each
+`hist` record's layout: a log2 histogram at 4 sub-bits with its 528
+buckets (values past them overflow), JIT-PER's linear deviation histogram
+in 4 us buckets. Known answer: with every sample kept,
 the buckets recomputed from the samples by the layout the record declares
 are exactly the record's counts, and n/min/max/sum are the samples' own.
 Negative control: the same samples under the POSIX layout (5 sub-bits, 1 us)
@@ -35,7 +36,11 @@ def buckets(values: list[int], layout: dict[str, Any]) -> tuple[Counter[int], in
                 continue
             s = int(layout["sub_bits"])
             shift = max(0, (v | 1).bit_length() - 1 - s)
-            counts[(shift << s) + (v >> shift)] += 1
+            i = (shift << s) + (v >> shift)
+            if i >= int(layout.get("buckets", i + 1)):
+                over += 1
+            else:
+                counts[i] += 1
         else:
             i = (v - int(layout["lo"])) // int(layout["width"])
             if i < 0:
@@ -76,10 +81,10 @@ def test_fewer_buckets_stay_exact_and_declared() -> None:
         v = [int(x) for x in s.samples]
         assert (h.n, h.min, h.max, h.sum) == (len(v), min(v), max(v), sum(v)), s.label
         if h.layout["kind"] == "log2":
-            assert h.layout["sub_bits"] == 4, h.layout  # 1024 buckets hold 4 sub-bits
+            assert (h.layout["sub_bits"], h.layout["buckets"]) == (4, 528), h.layout
             posix: dict[str, Any] = {"kind": "log2", "sub_bits": 5}
         else:
-            assert (h.layout["width"], h.layout["buckets"]) == (2000, 1024), h.layout
+            assert (h.layout["width"], h.layout["buckets"]) == (4000, 512), h.layout  # +-1023 us
             posix = {"kind": "linear", "lo": h.layout["lo"], "width": 1000, "buckets": 2047}
         assert matches(s, h.layout), f"{s.case} {s.label}: counts differ from the samples"
         if not matches(s, posix):
