@@ -370,13 +370,14 @@ def _from_samples(s: Series, sigma3: bool) -> Stats:
         values = guided if guided is not None else sample_percentiles(data.values)
     else:  # a long stored series: exact, a chunk at a time (the same figures)
         bounds = (s.min, s.max) if s.min is not None and s.max is not None else None
-        squares: SquaredDeviations | None = None
         tapped: ChunkedSamples = data
-        mean = s.mean
         # The moments and EVT's block maxima ride the first counting pass.
         maxima = BlockMaxima(len(data), default_block_size(len(data))) if s.traits.evt else None
-        if mean is not None and len(data):
-            squares = SquaredDeviations(_SLICE, mean, len(data))
+        squares = (
+            SquaredDeviations(_SLICE, s.mean, len(data))
+            if s.mean is not None and len(data)
+            else None
+        )
         if squares is not None or maxima is not None:
             taps = [t.add for t in (squares, maxima) if t is not None]
 
@@ -388,8 +389,8 @@ def _from_samples(s: Series, sigma3: bool) -> Stats:
         values = sample_percentiles(tapped, bounds=bounds)
         if maxima is not None and isinstance(tapped, Tapped) and tapped.tapped:
             remember_block_maxima(data, maxima)
-        if mean is not None and squares is not None and squares.seen == len(data):
-            mu, sd = mean, math.sqrt(squares.total() / len(data))
+        if squares is not None and squares.seen == len(data):
+            mu, sd = squares.mu, math.sqrt(squares.total() / len(data))
         else:
             mu, sd = sample_moments(data, s.mean)
     pct = dict(zip(PERCENTILES, values, strict=True))
