@@ -209,6 +209,13 @@ static inline void rtb_series_drain(rtb_series *s)
     if (s->stream_ctx && s->cap && s->n == s->cap)
         rtb_series_flush(s);
 }
+/* How many of `rounds` a case stamps before it turns the stamps into
+ * samples (RTB_STAMP_BLOCK, rtb/config.h): size stamp arrays by it and
+ * run the rounds block by block, draining the series between blocks. */
+static inline size_t rtb_stamp_block(size_t rounds)
+{
+    return RTB_STAMP_BLOCK && rounds > RTB_STAMP_BLOCK ? (size_t)RTB_STAMP_BLOCK : rounds;
+}
 /* Cheap enough for measured sections: no syscall, no allocation. */
 static inline void rtb_series_push(rtb_series *s, int64_t v)
 {

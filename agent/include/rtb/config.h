@@ -45,6 +45,14 @@
 #define RTB_SERIES_BUFFER 0
 #endif
 
+/* Rounds a case stamps into its own arrays (two threads' stamps, an
+ * interrupt's) before it turns them into samples, between measured windows:
+ * a board's RAM holds one block of stamps, not the run's. A case runs its
+ * rounds in blocks of rtb_stamp_block(rounds); 0: all rounds in one block. */
+#ifndef RTB_STAMP_BLOCK
+#define RTB_STAMP_BLOCK 0
+#endif
+
 /* Buckets of a histogram (16 KiB of counters at 2048; each series has one). */
 #ifndef RTB_HIST_BUCKETS
 #define RTB_HIST_BUCKETS 2048

@@ -24,6 +24,8 @@
 /* A streamed series holds 128 samples (1 KiB; a record takes 256 at an
  * 8 KiB body) and sends them between measured windows as they fill. */
 #define RTB_SERIES_BUFFER 128
+/* Stamp arrays hold as many rounds as a streamed series buffers. */
+#define RTB_STAMP_BLOCK 128
 #define RTB_MAX_RUN 64
 /* No boot command line to report (an empty string): 2 KiB of RAM kept. */
 #define RTB_OS_CMDLINE_CAP 8
