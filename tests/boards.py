@@ -4,10 +4,13 @@ checked stopped, so no test leaves a board behind)."""
 
 from __future__ import annotations
 
+import pytest
+import shared
 from tools import firmware
 
 from rtbench.model import CaseResult, Run
 from rtbench.run.measure import measure, plan_for
+from rtbench.run.suites import SUITES, Planned
 from rtbench.targets import resolve
 from rtbench.targets.qemu_board import BoardTarget
 from rtbench.transports.board import BoardTransport
@@ -34,3 +37,21 @@ def board_case(spec: str, args: list[str], case: str) -> CaseResult:
     c = run.case(case)
     assert c is not None, f"{case} missing from the run on {spec}"
     return c
+
+
+def quick_suite_args() -> list[str]:
+    return [Planned(c, dict(p)).agent_arg() for c, p in SUITES["quick"].items()]
+
+
+def quick_suite(
+    config: pytest.Config, spec: str
+) -> tuple[Run, dict[str, tuple[int, int]]]:
+    """The quick suite's run on the board of `spec` and its tasks' stack use,
+    taken once for the whole test run (tests/shared.py): several modules
+    check it, and under -icount it is the same run each time."""
+
+    def take() -> tuple[Run, dict[str, tuple[int, int]]]:
+        run, transport = measure_board(spec, quick_suite_args())
+        return run, transport.stack_use()
+
+    return shared.once(config, "quick-suite-" + spec.replace(":", "-"), take)

@@ -19,15 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import tools
+from boards import quick_suite
 
 from rtbench.analysis.stats import PERCENTILES, case_stats, has_all_samples, hist_percentile_range
 from rtbench.model import Histogram
-from rtbench.run.measure import measure, plan_for
-from rtbench.run.suites import SUITES, Planned
 from rtbench.stream.schema import check_hist
-from rtbench.targets import resolve
-from rtbench.targets.qemu_board import BoardTarget
 
 BOARD_LAYOUT = {"kind": "log2", "sub_bits": 4, "buckets": 528}
 
@@ -48,17 +44,11 @@ def log2_counts(v: np.ndarray, s: int, buckets: int) -> tuple[dict[int, int], in
 
 
 @pytest.mark.tools("qemu-system-arm", "gcc-arm-none-eabi", "libnewlib-arm-none-eabi")
-def test_a_boards_smaller_histogram_is_its_samples_at_the_same_resolution() -> None:
-    tools.firmware("freertos", "mps2-an385")
-    quick = SUITES["quick"]
-    target = resolve("qemu:freertos-mps2-an385")
-    assert isinstance(target, BoardTarget)
-    transport = target.transport()
-    try:
-        plans = [Planned(c, dict(quick.get(c, {}))).agent_arg() for c in quick]
-        run = measure(transport, plan_for(target, plans)).run
-    finally:
-        transport.stop()
+def test_a_boards_smaller_histogram_is_its_samples_at_the_same_resolution(
+    pytestconfig: pytest.Config,
+) -> None:
+    # The quick suite's run test_target_freertos.py checks too, taken once.
+    run, _ = quick_suite(pytestconfig, "qemu:freertos-mps2-an385")
     assert run.complete, run.issues
     checked = bounded = 0
     for c in run.cases:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import tools
-from boards import measure_board
+from boards import measure_board, quick_suite, quick_suite_args
 from rich.console import Console
 
 from rtbench import identity
@@ -30,7 +30,6 @@ from rtbench.reports.comparison import comparison_view
 from rtbench.reports.figures import comparison_table
 from rtbench.reports.tables import print_table
 from rtbench.run.measure import measure, plan_for
-from rtbench.run.suites import SUITES, Planned
 from rtbench.targets import resolve
 from rtbench.targets.local import LocalTarget
 from rtbench.targets.qemu_board import BoardTarget
@@ -69,9 +68,10 @@ def _measure(args: list[str], spec: str = SPEC) -> tuple[Run, BoardTransport]:
     return measure_board(spec, args)
 
 
-def test_the_quick_suite_runs_on_freertos(firmware: Path) -> None:
-    args = [Planned(c, dict(p)).agent_arg() for c, p in SUITES["quick"].items()]
-    run, transport = _measure(args)
+def test_the_quick_suite_runs_on_freertos(firmware: Path, pytestconfig: pytest.Config) -> None:
+    # The run test_board_hist.py reads too, taken once (tests/shared.py).
+    args = quick_suite_args()
+    run, stack_use = quick_suite(pytestconfig, SPEC)
     assert run.bye is not None and run.complete, run.issues
     assert run.hello["port"] == "freertos"
     assert [c.case for c in run.cases] == [a.split(":")[0] for a in args]
@@ -92,7 +92,7 @@ def test_the_quick_suite_runs_on_freertos(firmware: Path) -> None:
     assert meta["emulated"] is True and meta["time"] == "icount" and meta["icount_shift"] == 5
     assert run.emulated and "not a hardware latency" in run.emulated_time
     # The firmware reports its tasks' stack use after its last record.
-    assert "rtb-main" in transport.stack_use()
+    assert "rtb-main" in stack_use
     # Known answer: CLK-DUR finds the tick the board is configured with
     # (configTICK_RATE_HZ 1000), every slot of it, and nothing else.
     clk = run.case("CLK-DUR")
