@@ -8,7 +8,16 @@
  * included). Then the creator gives W times; release = the give until the
  * highest waiter runs and stamps. The sweep over W asks whether either
  * grows with the number of waiters. Waiters are reused across rounds: after
- * each wake a waiter parks on its own start semaphore. */
+ * each wake a waiter parks on its own start semaphore.
+ *
+ * Stamps are kept for a block of rounds (rtb_stamp_block of the point's
+ * attempts: all of them on POSIX, 128 on a board, whole rounds): after a
+ * block the creator turns them into samples and sends the series' full
+ * buffers while every waiter is parked on its start semaphore, as between
+ * any two rounds; each sample lies inside one attempt or one release. A
+ * point of more waiters than a board holds (RTB_CASE_THREADS: W=32, 128 in
+ * 64 KiB) is skipped with the reason; POSIX runs every point. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,7 +45,8 @@ struct arc {
     rtb_sem s;
     atomic_bool quit;
     atomic_llong attempted, woken;
-    rtb_stamp *t_a, *t_c, *t_g, *t_w;
+    rtb_stamp *t_a, *t_c, *t_g, *t_w; /* one block, from attempt `base` on */
+    int64_t base, slots;
 };
 
 static void waiter(void *arg)
@@ -46,12 +56,16 @@ static void waiter(void *arg)
     for (;;) {
         if (rtb_sem_take(&w->start, x->ctx->deadline) != RTB_OK || atomic_load(&x->quit))
             return;
-        x->t_a[w->slot] = rtb_stamp_now();
+        x->t_a[w->slot - x->base] = rtb_stamp_now();
         atomic_fetch_add_explicit(&x->attempted, 1, memory_order_relaxed);
         if (rtb_sem_take(&x->s, x->ctx->deadline) != RTB_OK)
             return;
         rtb_stamp t = rtb_stamp_now();
-        x->t_w[atomic_fetch_add_explicit(&x->woken, 1, memory_order_relaxed)] = t;
+        /* A wake left over from an earlier block (the creator gave up
+         * waiting for it at the deadline) has no slot. */
+        int64_t k = atomic_fetch_add_explicit(&x->woken, 1, memory_order_relaxed) - x->base;
+        if (k >= 0 && k < x->slots)
+            x->t_w[k] = t;
     }
 }
 
@@ -68,17 +82,38 @@ static int64_t catch_up(const arc *x, const atomic_llong *counter, int64_t want)
     return late;
 }
 
+/* The block of attempts [x->base, j) into samples (nothing is measured:
+ * the waiters are parked), then the next block starts at j. */
+static void block_samples(arc *x, int64_t j, rtb_series *acq, rtb_series *rel)
+{
+    int64_t woken = atomic_load(&x->woken);
+    for (int64_t k = x->base; k < j; k++) {
+        rtb_series_push(acq, rtb_stamp_ns(x->t_c[k - x->base] - x->t_a[k - x->base]));
+        if (k < woken)
+            rtb_series_push(rel, rtb_stamp_ns(x->t_w[k - x->base] - x->t_g[k - x->base]));
+        rtb_series_drain(acq);
+        rtb_series_drain(rel);
+    }
+    x->base = j;
+}
+
 static rtb_result run_point(rtb_ctx *ctx, int w_count, int64_t rounds)
 {
     size_t total = (size_t)w_count * (size_t)rounds;
     size_t cap = total < ctx->opt->max_samples ? total : ctx->opt->max_samples;
     arc x = {.ctx = ctx};
+    /* Whole rounds a block, one at least. */
+    int64_t per = (int64_t)(rtb_stamp_block(total) / (size_t)w_count);
+    if (per < 1)
+        per = 1;
+    x.slots = per * w_count;
+    size_t slots = (size_t)x.slots;
     arc_waiter *w = rtb_mem_calloc((size_t)w_count, sizeof *w);
     rtb_thread *th = rtb_mem_calloc((size_t)w_count, sizeof *th);
-    x.t_a = rtb_mem_calloc(total, sizeof *x.t_a);
-    x.t_c = rtb_mem_calloc(total, sizeof *x.t_c);
-    x.t_g = rtb_mem_calloc(total, sizeof *x.t_g);
-    x.t_w = rtb_mem_calloc(total, sizeof *x.t_w);
+    x.t_a = rtb_mem_calloc(slots, sizeof *x.t_a);
+    x.t_c = rtb_mem_calloc(slots, sizeof *x.t_c);
+    x.t_g = rtb_mem_calloc(slots, sizeof *x.t_g);
+    x.t_w = rtb_mem_calloc(slots, sizeof *x.t_w);
     rtb_series acq, rel;
     rtb_result r = RTB_PASSED;
     bool series_ok = false;
@@ -98,10 +133,10 @@ static rtb_result run_point(rtb_ctx *ctx, int w_count, int64_t rounds)
         return RTB_ERROR;
     }
     /* Fault them in now: t_a and t_g are stored inside the samples. */
-    memset(x.t_a, 0, total * sizeof *x.t_a);
-    memset(x.t_c, 0, total * sizeof *x.t_c);
-    memset(x.t_g, 0, total * sizeof *x.t_g);
-    memset(x.t_w, 0, total * sizeof *x.t_w);
+    memset(x.t_a, 0, slots * sizeof *x.t_a);
+    memset(x.t_c, 0, slots * sizeof *x.t_c);
+    memset(x.t_g, 0, slots * sizeof *x.t_g);
+    memset(x.t_w, 0, slots * sizeof *x.t_w);
     rtb_series_set_point(&acq, "n", w_count);
     rtb_series_set_point(&rel, "n", w_count);
 
@@ -125,7 +160,7 @@ static rtb_result run_point(rtb_ctx *ctx, int w_count, int64_t rounds)
         int prio = creator + 1 + (w_count <= levels ? i : (int)((int64_t)i * levels / w_count));
         w[i].x = &x;
         rtb_thread_attr a = rtb_attr(ctx, "arc-waiter", prio - ctx->opt->priority);
-        a.stack_size = 64 * 1024;
+        a.stack_size = RTB_WORKER_STACK;
         if (rtb_sem_create(&w[i].start, 0) != RTB_OK)
             break;
         if (rtb_thread_create(&th[i], &a, waiter, &w[i]) != RTB_OK) {
@@ -140,15 +175,17 @@ static rtb_result run_point(rtb_ctx *ctx, int w_count, int64_t rounds)
         r = RTB_ERROR;
     }
     for (int64_t round = 0; round < rounds && r == RTB_PASSED; round++) {
+        if (round && round % per == 0)
+            block_samples(&x, j, &acq, &rel);
         int64_t first = j;
         for (int i = w_count - 1; i >= 0; i--, j++) {
             w[i].slot = j;
             rtb_sem_give(&w[i].start);
             late += catch_up(&x, &x.attempted, j + 1);
-            x.t_c[j] = rtb_stamp_now();
+            x.t_c[j - x.base] = rtb_stamp_now();
         }
         for (int64_t k = first; k < j; k++) {
-            x.t_g[k] = rtb_stamp_now();
+            x.t_g[k - x.base] = rtb_stamp_now();
             rtb_sem_give(&x.s);
             late += catch_up(&x, &x.woken, k + 1);
         }
@@ -159,13 +196,8 @@ static rtb_result run_point(rtb_ctx *ctx, int w_count, int64_t rounds)
     if (rtb_join_all(ctx, th, created) != RTB_OK)
         r = RTB_ERROR;
     int64_t woken = atomic_load(&x.woken);
-    for (int64_t k = 0; k < j && r == RTB_PASSED; k++) {
-        rtb_series_push(&acq, rtb_stamp_ns(x.t_c[k] - x.t_a[k]));
-        if (k < woken)
-            rtb_series_push(&rel, rtb_stamp_ns(x.t_w[k] - x.t_g[k]));
-        rtb_series_drain(&acq); /* the threads are joined: nothing is measured */
-        rtb_series_drain(&rel);
-    }
+    if (r == RTB_PASSED)
+        block_samples(&x, j, &acq, &rel); /* the last block: the threads are joined */
     if (r == RTB_PASSED && (late || woken != j))
         rtb_warn(ctx, ctx->port->realtime ? "not_preempted" : "not_realtime",
                  "W=%d: %lld of %lld calls returned before the waiter had run (the creator "
@@ -197,6 +229,10 @@ static rtb_result run(rtb_ctx *ctx)
                                 ctx->port->one_task_detail);
             continue;
         }
+        char point[24];
+        snprintf(point, sizeof point, "W=%lld", (long long)ws[i]);
+        if (!rtb_threads_fit(ctx, point, ws[i]))
+            continue;
         worst = run_point(ctx, (int)ws[i], rounds);
     }
     return worst;

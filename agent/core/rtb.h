@@ -472,6 +472,11 @@ int rtb_cpus_text(const rtb_port_info *pi, char *out, size_t cap);
  * the reason, when the process may run on fewer; the case then returns
  * RTB_SKIPPED. */
 bool rtb_need_cpus(rtb_ctx *ctx, const char *check, int n);
+/* A sweep point (`point`, e.g. "n=128") that needs `n` case threads at once:
+ * false, with check `threads` skipped and the reason, when the build holds
+ * fewer (RTB_CASE_THREADS: a board of 64 KiB of RAM); the case measures its
+ * other points and leaves this one out. */
+bool rtb_threads_fit(rtb_ctx *ctx, const char *point, int64_t n);
 /* A check that cannot apply on this machine; the detail says why. */
 void rtb_emit_check_skip(rtb_ctx *ctx, const char *name, const char *fmt, ...) RTB_PRINTF(3, 4);
 /* Without real-time priority: every named check is skipped with `why`, and

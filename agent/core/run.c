@@ -314,6 +314,17 @@ bool rtb_checks_need_realtime(rtb_ctx *ctx, const char *const *names, int n, con
     return false;
 }
 
+bool rtb_threads_fit(rtb_ctx *ctx, const char *point, int64_t n)
+{
+    if (RTB_CASE_THREADS == 0 || n <= RTB_CASE_THREADS)
+        return true;
+    rtb_emit_check_skip(ctx, "threads",
+                        "%s: needs %lld threads at once; this board holds %d beside the agent's "
+                        "in its 64 KiB of RAM (RTB_CASE_THREADS): the point is not run",
+                        point, (long long)n, RTB_CASE_THREADS);
+    return false;
+}
+
 void rtb_warn(rtb_ctx *ctx, const char *code, const char *fmt, ...)
 {
     rtb_json *j = rtb_rec_begin(ctx->stream, "warn");

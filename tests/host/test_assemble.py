@@ -126,6 +126,21 @@ def test_samples_are_placed_by_offset() -> None:
     assert series.holes == 0
 
 
+def test_attrs_of_a_streamed_series_come_with_its_summary() -> None:
+    """The agent sends a streamed series' samples as they fill, before the
+    attributes measured over the whole series are known (THR-SW's windows):
+    the summary's attributes are the series'."""
+    w = StreamWriter()
+    w.hello()
+    w.begin("A")
+    w.samples("A", "s", [1, 2, 3])
+    w.summary("A", "s", n=3, min=1, max=3, sum=6, dropped=0, attrs={"windows": 4})
+    w.end("A")
+    w.bye()
+    series = build(w).cases[0].series[0]
+    assert series.attrs == {"windows": 4}
+
+
 def test_a_lost_chunk_is_a_hole() -> None:
     w = StreamWriter()
     w.hello()

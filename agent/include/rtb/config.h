@@ -25,6 +25,21 @@
 #define RTB_THREAD_STACK 4096
 #endif
 
+/* Stack a case asks for a thread that only stamps, counts and calls the
+ * port's primitives (no record, no printing): THR-SW's workers, SEM-ARC's
+ * waiters, THR-CTX's threads. 64 KiB, as those cases asked before, where a
+ * stack is virtual memory; a board's port sets the measured need with a
+ * margin (issue 22: a case's threads in 64 KiB of RAM). */
+#ifndef RTB_WORKER_STACK
+#define RTB_WORKER_STACK (64 * 1024)
+#endif
+
+/* Case threads a run may hold at once (a sweep point that needs more is
+ * skipped with the reason, rtb_threads_fit); 0: as many as the OS gives. */
+#ifndef RTB_CASE_THREADS
+#define RTB_CASE_THREADS 0
+#endif
+
 /* CPUs the agent can address (placement lists, per-CPU tables). */
 #ifndef RTB_MAX_CPUS
 #define RTB_MAX_CPUS 1

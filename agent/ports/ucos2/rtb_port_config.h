@@ -18,6 +18,14 @@
  * rest), a third more is the margin; boards/common/stacks.c ends the run
  * when a thread comes within 16 bytes of its stack's end. */
 #define RTB_THREAD_STACK 1536
+/* Worker threads (rtb/config.h) use 232 bytes at most (THR-SW on
+ * FreeRTOS: the stamps, a yield, the exception frame an interrupt pushes);
+ * twice that is the margin, and boards/common/stacks.c ends the run when a
+ * thread comes within 16 bytes of its stack's end. */
+#define RTB_WORKER_STACK 512
+/* 64 KiB of RAM hold 16 worker threads beside the agent's own (37 KiB of
+ * static data, the agent's task and the watchdog) and a case's series. */
+#define RTB_CASE_THREADS 16
 #define RTB_MAX_CPUS 1
 #define RTB_MAX_SAMPLES_DEFAULT 2000
 #define RTB_MAX_SAMPLES_LIMIT 200000

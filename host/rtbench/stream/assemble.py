@@ -294,6 +294,10 @@ class Assembler:
             series = Series(case.result.case, name, point, unit, kind=kind)
             series.attrs = _or(body, "attrs", series.attrs)
             builder = case.series[key] = _SeriesBuilder(series)
+        elif not builder.series.attrs:
+            # A streamed series' attributes are known at its end (THR-SW's
+            # windows): the samples records sent before carry none.
+            builder.series.attrs = _or(body, "attrs", builder.series.attrs)
         return builder
 
     def hello(self, body: dict[str, Any]) -> None:
