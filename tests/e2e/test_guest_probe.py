@@ -6,41 +6,31 @@ and the guest's CPUs, each of which differs from this machine's."""
 
 from __future__ import annotations
 
-import functools
 import os
 from pathlib import Path
 
+import guests
 import pytest
+from guests import GuestRun, guest_run
 
-from rtbench.model import Run
-from rtbench.run.measure import measure, plan_for
 from rtbench.store import Store
-from rtbench.targets import resolve
-from rtbench.targets.qemu import QemuTarget
-from rtbench.transports.qemu import QemuTransport
 
 pytestmark = [pytest.mark.tools("busybox-static", "cpio", "qemu-system-x86")]
 
 
-# Once per kernel for the module: the guest's report does not change between
-# the tests that read it, and each boot costs a TCG guest's ~15 CPU seconds.
-@functools.cache
-def _cal_ref_in(spec: str) -> tuple[Run, QemuTransport]:
-    """A short CAL-REF in a booted guest, without timerlat: the guest's probe
-    is what these tests read."""
-    target = resolve(spec)
-    assert isinstance(target, QemuTarget)
-    transport = target.transport()
-    transport.timerlat = False
-    try:
-        run = measure(transport, plan_for(target, ["CAL-REF:repeats=10"])).run
-    finally:
-        transport.stop()
-    return run, transport
+# Each kernel's run is booted once for the whole test run and read by
+# tests/e2e/test_target_qemu.py too (tests/guests.py): the guest's report
+# does not change between the tests that read it, and each boot costs a TCG
+# guest's 10-15 CPU seconds.
+RUNS = {"debian-rt": guests.RT, "debian-generic": guests.GENERIC}
 
 
-def test_a_guest_run_stores_the_guests_report() -> None:
-    run, _ = _cal_ref_in("qemu:debian-rt")
+def _run_in(kernel: str, config: pytest.Config) -> GuestRun:
+    return guest_run(config, *RUNS[kernel])
+
+
+def test_a_guest_run_stores_the_guests_report(pytestconfig: pytest.Config) -> None:
+    run = _run_in("debian-rt", pytestconfig).run
     m = run.machine
     assert m["probed_on"] == "guest" and m["probe_errors"] == {}
     assert m["kernel_release"] == run.hello["os"]["release"] != os.uname().release
@@ -51,12 +41,14 @@ def test_a_guest_run_stores_the_guests_report() -> None:
 
 
 @pytest.mark.parametrize(("kernel", "rt"), [("debian-rt", True), ("debian-generic", False)])
-def test_a_guest_run_stores_its_kernels_config(kernel: str, rt: bool, tmp_path: Path) -> None:
+def test_a_guest_run_stores_its_kernels_config(
+    kernel: str, rt: bool, tmp_path: Path, pytestconfig: pytest.Config
+) -> None:
     """Debian's kernels have no /proc/config.gz and the guest no /boot: the
     config comes from the kernel cache (the package's /boot/config-<release>
     kept beside the vmlinuz the guest booted), and the stored run says so."""
-    run, transport = _cal_ref_in(f"qemu:{kernel}")
-    booted = transport.launch.kernel
+    guest = _run_in(kernel, pytestconfig)
+    run, booted = guest.run, guest.kernel
     assert booted.config is not None
     with Store(tmp_path / "runs.sqlite") as store:
         stored = store.load(store.save(run)).machine

@@ -17,8 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
+import guests
 import pytest
 import tools
+from guests import guest_run, qemu_processes
 
 from rtbench.model import CaseResult, Run
 from rtbench.run.session import Interrupted, StreamProgress, collect
@@ -30,7 +32,7 @@ from rtbench.transports.qemu import QemuTransport
 
 pytestmark = pytest.mark.tools(*tools.qemu_guest())
 
-CASES = ["CAL-REF:repeats=10", "SYS-CALL:iterations=100"]
+CASES = guests.CASES
 # Long enough that a guest stopped after the first case is stopped inside it.
 LONG_SECOND = ["CAL-REF:repeats=10", "THR-SW:n=2:duration_ms=60000"]
 
@@ -38,21 +40,6 @@ LONG_SECOND = ["CAL-REF:repeats=10", "THR-SW:n=2:duration_ms=60000"]
 @pytest.fixture(scope="module")
 def fetched() -> dict[str, kernels.Kernel]:
     return {name: tools.guest_kernel(name) for name in ("debian-rt", "debian-generic")}
-
-
-def _qemu_processes(run_dir: str) -> list[int]:
-    """QEMU processes whose command line names this run's files."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if run_dir.encode() in argv and b"qemu-system" in argv:
-            pids.append(int(entry.name))
-    return pids
 
 
 def _target(spec: str) -> QemuTarget:
@@ -67,17 +54,12 @@ def _transport(spec: str) -> Iterator[QemuTransport]:
         yield transport
     finally:
         transport.stop()
-        assert transport.run_dir and not _qemu_processes(transport.run_dir)
+        assert transport.run_dir and not qemu_processes(transport.run_dir)
 
 
 @pytest.fixture
 def rt(fetched: dict[str, kernels.Kernel]) -> Iterator[QemuTransport]:
     yield from _transport("qemu:debian-rt?accel=tcg")
-
-
-@pytest.fixture
-def generic(fetched: dict[str, kernels.Kernel]) -> Iterator[QemuTransport]:
-    yield from _transport("qemu:debian-generic?accel=tcg&isolcpus=1")
 
 
 def _store_and_read_kernel(run: Run, tmp_path: Path) -> str:
@@ -96,10 +78,14 @@ def test_fetch_records_the_release(fetched: dict[str, kernels.Kernel]) -> None:
     assert kernels.fetch("debian-rt") == rt
 
 
+# The two kernels' runs (CASES, and JIT-PER beside in the generic one):
+# each booted once for the whole test run, and read by
+# tests/e2e/test_guest_probe.py too (tests/guests.py).
 def test_rt_kernel_run_stores_the_guests_kernel(
-    rt: QemuTransport, fetched: dict[str, kernels.Kernel], tmp_path: Path
+    fetched: dict[str, kernels.Kernel], tmp_path: Path, pytestconfig: pytest.Config
 ) -> None:
-    run = collect(rt, CASES)
+    guest = guest_run(pytestconfig, *guests.RT)
+    run = guest.run
     assert run.complete and [c.case for c in run.cases] == ["CAL-REF", "SYS-CALL"]
     assert all(c.outcome == "passed" for c in run.cases), [(c.case, c.reason) for c in run.cases]
     os_info = run.hello["os"]
@@ -109,15 +95,15 @@ def test_rt_kernel_run_stores_the_guests_kernel(
     assert "tsc=reliable" in os_info["cmdline"] and os_info["clocksource"]
     assert run.hello["realtime"]["ok"] is True  # the agent is root in its guest
     assert _store_and_read_kernel(run, tmp_path) == fetched["debian-rt"].release
-    assert set(rt.timings) == {"init", "first_record", "exit"}
-    assert rt.timings["init"] <= rt.timings["first_record"] <= rt.timings["exit"]
+    assert set(guest.timings) == {"init", "first_record", "exit"}
+    assert guest.timings["init"] <= guest.timings["first_record"] <= guest.timings["exit"]
 
 
 def test_generic_kernel_run_with_isolated_cpu(
-    generic: QemuTransport, fetched: dict[str, kernels.Kernel], tmp_path: Path
+    fetched: dict[str, kernels.Kernel], tmp_path: Path, pytestconfig: pytest.Config
 ) -> None:
     # Debian's generic 6.1 kernel has no timerlat: the run says so and goes on.
-    run = collect(generic, [*CASES, "JIT-PER:period_us=1000:cycles=50"])
+    run = guest_run(pytestconfig, *guests.GENERIC).run
     assert run.complete and [c.outcome for c in run.cases][:2] == ["passed", "passed"]
     assert not fetched["debian-generic"].timerlat
     (warning,) = [w for w in run.warnings if w.code == "timerlat"]
@@ -182,7 +168,7 @@ def test_ctrl_c_stops_the_guest(rt: QemuTransport) -> None:
     assert not run.complete
     assert cast(CaseResult, run.case("CAL-REF")).outcome == "passed"
     assert rt.proc is not None and rt.proc.poll() is not None
-    assert not _qemu_processes(rt.run_dir)
+    assert not qemu_processes(rt.run_dir)
 
 
 def test_every_qemu_run_is_emulated_with_its_accelerator(
