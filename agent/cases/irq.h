@@ -88,8 +88,11 @@ typedef struct irq_spin_cfg {
      * last, with the index enter gave. */
     rtb_event_fn handler;
     void *arg;
-    /* Called once on the target thread when it stops (wake helpers). */
+    /* Called once when the last block is done (wake helpers). */
     void (*on_finish)(void *arg);
+    /* Called after each block (irq_spin_run) with its handled events: the
+     * stamps of k < handled become samples, the series drain. */
+    void (*on_block)(void *arg, size_t handled);
 } irq_spin_cfg;
 
 typedef struct irq_spin_out {
@@ -118,17 +121,21 @@ rtb_result irq_spin_sources(rtb_ctx *ctx, irq_spin_source_fn fn);
 /* The `<source>_delivery` error verdict for a source that could not run. */
 void irq_spin_run_error(rtb_ctx *ctx, int source, int rc);
 
+/* The handler's index in the block (irq_spin_base: the block's first
+ * event in the run). */
 size_t irq_spin_enter(irq_spin *sp);
+size_t irq_spin_base(const irq_spin *sp);
 /* Stamps the handler's end (returned) and publishes it to the target. */
 rtb_time irq_spin_leave(irq_spin *sp, size_t k);
-/* After irq_spin_run: the handler's end stamp and the resume stamp of
- * event k (0: none). */
+/* In on_block: the handler's end stamp and the resume stamp of the
+ * block's event k (0: none). */
 rtb_time irq_spin_end_of(const irq_spin *sp, size_t k);
 rtb_time irq_spin_resume_of(const irq_spin *sp, size_t k);
 /* Creates the engine for `cfg` (NULL: no memory). */
 irq_spin *irq_spin_new(rtb_ctx *ctx, const irq_spin_cfg *cfg);
-/* Runs the target (and raiser), joined when it returns; `cpu` and the
- * priorities: target at base, raiser above it when it shares the CPU. */
+/* Runs the target (and raiser) block by block (irq_spin.c), joined when
+ * it returns; the priorities: target at base, raiser above it when it
+ * shares the CPU. */
 int irq_spin_run(irq_spin *sp, irq_spin_out *out);
 void irq_spin_free(irq_spin *sp);
 bool irq_spin_check(rtb_ctx *ctx, int source, size_t count, const irq_spin_out *out);

@@ -40,6 +40,8 @@ typedef struct lat {
     _Atomic rtb_time blk_until;
     atomic_bool blk_spinning, blk_broken;
     atomic_size_t blocked;
+    uint32_t rnd_raise, rnd_block; /* the blockers' picks, on across blocks */
+    int64_t ovr_end;               /* timer: the overruns when it stopped */
 } lat;
 
 static void on_timer(void *arg)
@@ -100,8 +102,10 @@ static void target_main(void *arg)
             created = false; /* still raising: leave it, the watchdog ends the run */
     }
     if (created) {
-        if (timer)
+        if (timer) {
+            x->ovr_end = rtb_event_overruns(&x->ev);
             rtb_event_arm(&x->ev, 0, 0);
+        }
         rtb_event_delete(&x->ev);
     }
     atomic_store(&x->finished, true);
@@ -130,7 +134,6 @@ static void raiser_main(void *arg)
 {
     lat *x = arg;
     rtb_ctx *ctx = x->ctx;
-    uint32_t rnd = 0x2545f491u;
     if (rtb_sem_take(&x->ready, ctx->deadline) != RTB_OK || !atomic_load(&x->ev_ok))
         goto out;
     rtb_time next = rtb_clock_now() + START_DELAY;
@@ -139,7 +142,8 @@ static void raiser_main(void *arg)
             rtb_sleep_until(next);
             next += x->cfg.period;
         }
-        bool blk = x->cfg.blocker > 0 && irq_rand(&rnd) % BLOCK_EVERY == 0 && blocker_hold(x);
+        bool blk = x->cfg.blocker > 0 && irq_rand(&x->rnd_raise) % BLOCK_EVERY == 0 &&
+                   blocker_hold(x);
         atomic_store(&x->cur, i);
         rtb_time t = rtb_ts_now();
         x->r_ts[i] = t;
@@ -163,9 +167,8 @@ out:
 
 static void blocker_timer(lat *x)
 {
-    uint32_t rnd = 0x1b873593u;
     rtb_time p = x->cfg.period;
-    size_t k = 1 + irq_rand(&rnd) % BLOCK_EVERY;
+    size_t k = 1 + irq_rand(&x->rnd_block) % BLOCK_EVERY;
     while (!atomic_load(&x->finished) && k < x->cfg.count) {
         rtb_time e = x->t0 + (rtb_time)k * p;
         rtb_sleep_until(e - BLOCK_LEAD);
@@ -177,7 +180,7 @@ static void blocker_timer(lat *x)
                 ;
             atomic_fetch_add(&x->blocked, 1);
         }
-        k = (size_t)((now - x->t0) / p) + 2 + irq_rand(&rnd) % BLOCK_EVERY;
+        k = (size_t)((now - x->t0) / p) + 2 + irq_rand(&x->rnd_block) % BLOCK_EVERY;
     }
 }
 
@@ -207,11 +210,17 @@ static void blocker_main(void *arg)
         blocker_signal(x);
 }
 
+/* Outside measured windows: a streamed series sends a full buffer out. */
+static void push(rtb_series *s, rtb_time d)
+{
+    rtb_series_push(s, d);
+    rtb_series_drain(s);
+}
+
 static void analyse_timer(const lat *x, rtb_series *s, irq_lat_out *out)
 {
-    size_t n = atomic_load(&x->n), count = x->cfg.count, covered = 0;
-    if (n > x->cap)
-        n = x->cap;
+    size_t runs = atomic_load(&x->n), count = x->cfg.count, covered = 0;
+    size_t n = runs > x->cap ? x->cap : runs;
     int64_t before = 0; /* overruns of the events before this one */
     for (size_t k = 0; k < n; k++) {
         size_t idx = k + (size_t)before; /* the expiry that generated this event */
@@ -221,13 +230,22 @@ static void analyse_timer(const lat *x, rtb_series *s, irq_lat_out *out)
         if (d < 0)
             out->bad++; /* a handler before its expiry: the pairing is wrong */
         else if (s)
-            rtb_series_push(s, d);
+            push(s, d);
         out->handled++;
         covered = idx + 1 + (size_t)(x->h_ovr[k] - before);
         before = x->h_ovr[k];
     }
+    if (runs > n && covered < count) {
+        /* Counted only (no series, stamps for the first cap runs): the runs
+         * after them, and the expiries merged up to the last, the port's
+         * count when the timer stopped. */
+        covered = runs + (size_t)x->ovr_end;
+        out->handled += runs - n;
+    }
     if (covered > count)
         covered = count;
+    if (out->handled > covered)
+        out->handled = covered; /* runs after the last expiry: none of its events */
     out->events = count;
     out->overruns = (int64_t)(covered - out->handled);
     out->missing = count - covered;
@@ -244,7 +262,7 @@ static void analyse_raised(const lat *x, rtb_series *s, irq_lat_out *out)
         if (d < 0)
             out->bad++;
         else if (s)
-            rtb_series_push(s, d);
+            push(s, d);
         out->handled++;
     }
     size_t runs = atomic_load(&x->n);
@@ -263,38 +281,29 @@ static void *zalloc(size_t n, size_t size)
     return p;
 }
 
-int irq_lat_measure(rtb_ctx *ctx, const irq_lat_cfg *cfg, rtb_series *s, irq_lat_out *out)
+/* One block of events: everything the run did at its start (semaphores,
+ * threads, the timer armed on a fresh grid START_DELAY ahead) and at its
+ * end (joined, analysed), for `count` events. */
+static int run_block(rtb_ctx *ctx, lat *x, size_t count, rtb_series *s, irq_lat_out *out)
 {
-    memset(out, 0, sizeof *out);
-    bool timer = cfg->source == IRQ_TIMER;
-    if (timer && cfg->period <= 0)
-        return RTB_EINVAL;
-    lat *x = zalloc(1, sizeof *x);
-    if (!x)
-        return RTB_ENOMEM;
-    x->ctx = ctx;
-    x->cfg = *cfg;
-    x->cap = cfg->count;
-    x->cpu = irq_cpu(ctx);
-    x->h_ts = zalloc(x->cap, sizeof *x->h_ts);
-    x->h_ovr = timer ? zalloc(x->cap, sizeof *x->h_ovr) : NULL;
-    x->r_ts = timer ? NULL : zalloc(x->cap, sizeof *x->r_ts);
-    if (!x->h_ts || (timer ? !x->h_ovr : !x->r_ts)) {
-        rtb_mem_free(x->h_ts);
-        rtb_mem_free(x->h_ovr);
-        rtb_mem_free(x->r_ts);
-        rtb_mem_free(x);
-        return RTB_ENOMEM;
-    }
+    bool timer = x->cfg.source == IRQ_TIMER;
+    x->cfg.count = count;
+    atomic_store(&x->n, 0);
+    atomic_store(&x->cur, 0);
+    atomic_store(&x->signalled, false);
+    atomic_store(&x->finished, false);
+    atomic_store(&x->ev_ok, false);
+    atomic_store(&x->abort, false);
+    atomic_store(&x->blk_until, 0);
+    atomic_store(&x->blk_spinning, false);
+    atomic_store(&x->blocked, 0);
+    x->rc = RTB_OK;
+    x->raise_rc = RTB_OK;
+    x->ovr_end = 0;
+    x->raised = 0;
+    memset(x->h_ts, 0, (count < x->cap ? count : x->cap) * sizeof *x->h_ts);
     int other = irq_other_cpu(ctx);
-    if (cfg->blocker > 0 && !ctx->port->realtime) {
-        rtb_warn(ctx, "not_realtime", "the self-test blocker needs real-time priority: off");
-        x->cfg.blocker = 0;
-    } else if (cfg->blocker > 0 && !timer && other < 0) {
-        rtb_warn(ctx, "blocker", "the blocker of the raised source needs two CPUs: off");
-        x->cfg.blocker = 0;
-    }
-    bool remote = !timer && (cfg->raiser_remote || x->cfg.blocker > 0) && other >= 0;
+    bool remote = !timer && (x->cfg.raiser_remote || x->cfg.blocker > 0) && other >= 0;
     int raiser_cpu = remote ? other : x->cpu;
     rtb_sem_create(&x->ready, 0);
     rtb_sem_create(&x->done, 0);
@@ -336,23 +345,93 @@ int irq_lat_measure(rtb_ctx *ctx, const irq_lat_cfg *cfg, rtb_series *s, irq_lat
     if (timer)
         snprintf(out->where, sizeof out->where,
                  "handler on a blocked thread on CPU %d at priority %d, period %lld ns", x->cpu,
-                 at.priority, (long long)cfg->period);
+                 at.priority, (long long)x->cfg.period);
     else
         snprintf(out->where, sizeof out->where,
                  "handler on a blocked thread on CPU %d at priority %d, raised from CPU %d at "
                  "priority %d%s",
                  x->cpu, at.priority, raiser_cpu, ar.priority,
                  remote ? "" : " (same CPU, lower priority)");
+    rtb_sem_delete(&x->ready);
+    rtb_sem_delete(&x->done);
+    rtb_sem_delete(&x->ack);
+    rtb_sem_delete(&x->blk_go);
+    return rc;
+}
+
+/* The events run in blocks of rtb_stamp_block(count) (all of them in one
+ * on POSIX; 128 on a board, whose RAM holds one block of stamps): each
+ * block starts as the run did, with every thread in place and the timer
+ * armed on a fresh grid, and ends as it did, the timer disarmed and the
+ * threads joined; then its stamps become samples, pushed between
+ * rtb_series_drain calls. So no sample spans a block boundary and the
+ * drain's sending runs while no event is pending. A block that loses
+ * events ends the run, and the events it never ran count as lost, as the
+ * events after a loss did in one run. */
+int irq_lat_measure(rtb_ctx *ctx, const irq_lat_cfg *cfg, rtb_series *s, irq_lat_out *out)
+{
+    memset(out, 0, sizeof *out);
+    bool timer = cfg->source == IRQ_TIMER;
+    if (timer && cfg->period <= 0)
+        return RTB_EINVAL;
+    lat *x = zalloc(1, sizeof *x);
+    if (!x)
+        return RTB_ENOMEM;
+    x->ctx = ctx;
+    x->cfg = *cfg;
+    x->cap = rtb_stamp_block(cfg->count);
+    x->rnd_raise = 0x2545f491u;
+    x->rnd_block = 0x1b873593u;
+    x->cpu = irq_cpu(ctx);
+    x->h_ts = zalloc(x->cap, sizeof *x->h_ts);
+    x->h_ovr = timer ? zalloc(x->cap, sizeof *x->h_ovr) : NULL;
+    x->r_ts = timer ? NULL : zalloc(x->cap, sizeof *x->r_ts);
+    if (!x->h_ts || (timer ? !x->h_ovr : !x->r_ts)) {
+        rtb_mem_free(x->h_ts);
+        rtb_mem_free(x->h_ovr);
+        rtb_mem_free(x->r_ts);
+        rtb_mem_free(x);
+        return RTB_ENOMEM;
+    }
+    int other = irq_other_cpu(ctx);
+    if (cfg->blocker > 0 && !ctx->port->realtime) {
+        rtb_warn(ctx, "not_realtime", "the self-test blocker needs real-time priority: off");
+        x->cfg.blocker = 0;
+    } else if (cfg->blocker > 0 && !timer && other < 0) {
+        rtb_warn(ctx, "blocker", "the blocker of the raised source needs two CPUs: off");
+        x->cfg.blocker = 0;
+    }
+    /* Timer events with no series (IRQ-SUS, a rate) run in one block: a
+     * block's fresh start is not what a sustained rate is. Its handlers
+     * stamp the first cap events; the rest are counted. */
+    size_t block = timer && !s ? cfg->count : x->cap;
+    int rc = RTB_OK;
+    for (size_t done = 0; done < cfg->count;) {
+        size_t n = cfg->count - done < block ? cfg->count - done : block;
+        irq_lat_out b = {0};
+        rc = run_block(ctx, x, n, s, &b);
+        memcpy(out->where, b.where, sizeof out->where);
+        out->blocked += b.blocked;
+        if (rc != RTB_OK)
+            break;
+        out->events += b.events;
+        out->handled += b.handled;
+        out->overruns += b.overruns;
+        out->missing += b.missing;
+        out->bad += b.bad;
+        done += n;
+        if (b.missing) {
+            out->events += cfg->count - done;
+            out->missing += cfg->count - done;
+            break;
+        }
+    }
     if (x->cfg.blocker > 0) {
         size_t len = strlen(out->where);
         snprintf(out->where + len, sizeof out->where - len,
                  "; self-test blocker held %llu events for %lld ns",
                  (unsigned long long)out->blocked, (long long)x->cfg.blocker);
     }
-    rtb_sem_delete(&x->ready);
-    rtb_sem_delete(&x->done);
-    rtb_sem_delete(&x->ack);
-    rtb_sem_delete(&x->blk_go);
     rtb_mem_free(x->h_ts);
     rtb_mem_free(x->h_ovr);
     rtb_mem_free(x->r_ts);
@@ -411,8 +490,9 @@ static rtb_result run(rtb_ctx *ctx)
         }
         rtb_series s;
         size_t cap = cfg.count < ctx->opt->max_samples ? cfg.count : ctx->opt->max_samples;
-        if (rtb_series_init(&s, cfg.source == IRQ_TIMER ? "timer_latency" : "raised_latency",
-                            cap) != RTB_OK) {
+        if (rtb_series_init_streamed(&s, ctx,
+                                     cfg.source == IRQ_TIMER ? "timer_latency" : "raised_latency",
+                                     cap) != RTB_OK) {
             rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples",
                                  (unsigned long long)cap);
             return RTB_ERROR;

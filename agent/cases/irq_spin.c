@@ -20,7 +20,7 @@ struct irq_spin {
     rtb_event ev;
     rtb_sem ready, raiser_done;
     rtb_time *h_end, *resume;
-    size_t cap;
+    size_t cap, count, base; /* count: the run's events; base: the block's first */
     atomic_size_t n_begin, n_end;
     atomic_bool ev_ok, finished, abort, finish_called, disarmed;
     bool has_raiser;
@@ -153,7 +153,6 @@ static void target_main(void *arg)
             rtb_event_arm(&sp->ev, 0, 0);
         rtb_event_delete(&sp->ev);
     }
-    finish(sp);
 }
 
 static void raiser_main(void *arg)
@@ -197,7 +196,8 @@ irq_spin *irq_spin_new(rtb_ctx *ctx, const irq_spin_cfg *cfg)
         return NULL;
     sp->ctx = ctx;
     sp->cfg = *cfg;
-    sp->cap = cfg->count;
+    sp->cap = rtb_stamp_block(cfg->count);
+    sp->count = cfg->count;
     sp->cpu = irq_cpu(ctx);
     sp->h_end = rtb_mem_calloc(sp->cap, sizeof *sp->h_end);
     sp->resume = rtb_mem_calloc(sp->cap, sizeof *sp->resume);
@@ -220,10 +220,26 @@ void irq_spin_free(irq_spin *sp)
     rtb_mem_free(sp);
 }
 
-int irq_spin_run(irq_spin *sp, irq_spin_out *out)
+size_t irq_spin_base(const irq_spin *sp) { return sp->base; }
+
+/* One block of `count` events: what the run did at its start (semaphores,
+ * the target and raiser created, the timer armed on a fresh grid) and at
+ * its end (joined), into `out`. */
+static int run_block(irq_spin *sp, size_t count, irq_spin_out *out)
 {
     rtb_ctx *ctx = sp->ctx;
-    memset(out, 0, sizeof *out);
+    sp->cfg.count = count;
+    atomic_store(&sp->n_begin, 0);
+    atomic_store(&sp->n_end, 0);
+    atomic_store(&sp->ev_ok, false);
+    atomic_store(&sp->finished, false);
+    atomic_store(&sp->abort, false);
+    atomic_store(&sp->disarmed, false);
+    sp->rc = sp->raise_rc = RTB_OK;
+    sp->raised = sp->nested = sp->resumed = sp->asleep = 0;
+    sp->overruns = 0;
+    memset(sp->h_end, 0, count * sizeof *sp->h_end);
+    memset(sp->resume, 0, count * sizeof *sp->resume);
     int other = irq_other_cpu(ctx);
     sp->has_raiser = sp->cfg.source == IRQ_RAISED;
     bool remote = other >= 0;
@@ -244,13 +260,11 @@ int irq_spin_run(irq_spin *sp, irq_spin_out *out)
             atomic_store(&sp->abort, true);
             rtb_sem_give(&sp->raiser_done);
         }
-    } else {
-        finish(sp); /* the case's helpers wait for it */
     }
     int jrc = rtb_join_all(ctx, th, nth);
     if (rc == RTB_OK)
         rc = jrc != RTB_OK ? jrc : sp->rc != RTB_OK ? sp->rc : sp->raise_rc;
-    size_t count = sp->cfg.count, runs = atomic_load(&sp->n_end);
+    size_t runs = atomic_load(&sp->n_end);
     out->handled = runs < count ? runs : count;
     out->overruns = sp->overruns;
     if (out->overruns > (int64_t)(count - out->handled))
@@ -270,6 +284,45 @@ int irq_spin_run(irq_spin *sp, irq_spin_out *out)
                  at.priority, (long long)sp->cfg.period);
     rtb_sem_delete(&sp->ready);
     rtb_sem_delete(&sp->raiser_done);
+    return rc;
+}
+
+/* The events run in blocks of rtb_stamp_block(count) (one block on POSIX;
+ * 128 on a board, whose RAM holds one block of stamps). Each block starts
+ * as the run did (threads created, the timer armed START_DELAY ahead on a
+ * fresh grid) and ends as it did (the timer disarmed by the last handler,
+ * the threads joined); then the case's on_block turns its stamps into
+ * samples and drains its series. No sample spans a block boundary, and
+ * nothing is sent while an event is pending. A block that loses events
+ * ends the run; the events it never ran count as lost, as the events after
+ * a loss did in one run. */
+int irq_spin_run(irq_spin *sp, irq_spin_out *out)
+{
+    memset(out, 0, sizeof *out);
+    int rc = RTB_OK;
+    for (sp->base = 0; sp->base < sp->count;) {
+        size_t n = sp->count - sp->base < sp->cap ? sp->count - sp->base : sp->cap;
+        irq_spin_out b = {0};
+        rc = run_block(sp, n, &b);
+        memcpy(out->where, b.where, sizeof out->where);
+        if (rc != RTB_OK)
+            break;
+        out->handled += b.handled;
+        out->overruns += b.overruns;
+        out->missing += b.missing;
+        out->nested += b.nested;
+        out->resumed += b.resumed;
+        out->asleep += b.asleep;
+        if (sp->cfg.on_block)
+            sp->cfg.on_block(sp->cfg.arg, b.handled);
+        sp->base += n;
+        if (b.missing) {
+            out->missing += sp->count - sp->base;
+            break;
+        }
+    }
+    sp->cfg.count = sp->count;
+    finish(sp); /* the case's helpers wait for it */
     return rc;
 }
 

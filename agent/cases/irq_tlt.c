@@ -28,6 +28,8 @@ typedef struct tlt {
     atomic_bool done;
     rtb_time *h_ts, *w_ts;
     size_t cap, nw;
+    rtb_series s;
+    size_t paired, late, bad, woken; /* over the blocks so far */
 } tlt;
 
 static void handler(void *arg)
@@ -58,43 +60,52 @@ static void on_finish(void *arg)
     rtb_sem_give(&x->wake);
 }
 
-/* The k-th give wakes the k-th take: pair them. */
-static size_t analyse(const tlt *x, size_t handled, rtb_series *s, size_t *late)
+/* After each block (irq_spin_run), nothing measured: the k-th give wakes
+ * the k-th take, pair them. The waiter is blocked on its semaphore: every
+ * give of the block was taken before the target's last stamp (it outranks
+ * the target), so the next block's wake-ups start again at 0. */
+static void on_block(void *arg, size_t handled)
 {
-    size_t n = handled < x->nw ? handled : x->nw, bad = 0;
-    *late = 0;
+    tlt *x = arg;
+    size_t n = handled < x->nw ? handled : x->nw;
     for (size_t k = 0; k < n; k++) {
         rtb_time w = x->w_ts[k], h = x->h_ts[k], resume = irq_spin_resume_of(x->sp, k);
-        rtb_series_push(s, w - h);
+        rtb_series_push(&x->s, w - h);
+        rtb_series_drain(&x->s);
         if (w < h || (k + 1 < n && w > x->h_ts[k + 1]))
-            bad++; /* not this handler's wake-up */
+            x->bad++; /* not this handler's wake-up */
         else if (resume && w > resume)
-            (*late)++; /* the interrupted thread ran first */
+            x->late++; /* the interrupted thread ran first */
     }
-    return bad;
+    x->paired += n;
+    x->woken += x->nw;
+    x->nw = 0;
+    memset(x->h_ts, 0, x->cap * sizeof *x->h_ts);
+    memset(x->w_ts, 0, x->cap * sizeof *x->w_ts);
 }
 
 static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time period)
 {
-    tlt x = {.ctx = ctx, .cap = count};
-    x.h_ts = rtb_mem_calloc(count, sizeof *x.h_ts);
-    x.w_ts = rtb_mem_calloc(count, sizeof *x.w_ts);
-    rtb_series s;
+    tlt x = {.ctx = ctx, .cap = rtb_stamp_block(count)};
+    x.h_ts = rtb_mem_calloc(x.cap, sizeof *x.h_ts);
+    x.w_ts = rtb_mem_calloc(x.cap, sizeof *x.w_ts);
+    rtb_series *s = &x.s;
     size_t cap = count < ctx->opt->max_samples ? count : ctx->opt->max_samples;
     irq_spin_cfg cfg = {.source = source, .count = count, .period = period, .handler = handler,
-                        .arg = &x, .on_finish = on_finish};
+                        .arg = &x, .on_finish = on_finish, .on_block = on_block};
     x.sp = irq_spin_new(ctx, &cfg);
     if (!x.h_ts || !x.w_ts || !x.sp ||
-        rtb_series_init(&s, source == IRQ_TIMER ? "timer_to_thread" : "raised_to_thread", cap) !=
-            RTB_OK) {
+        rtb_series_init_streamed(s, ctx, source == IRQ_TIMER ? "timer_to_thread"
+                                                              : "raised_to_thread",
+                                 cap) != RTB_OK) {
         rtb_mem_free(x.h_ts);
         rtb_mem_free(x.w_ts);
         irq_spin_free(x.sp);
         rtb_emit_check_error(ctx, "buffer", "no memory for %llu events", (unsigned long long)count);
         return RTB_ERROR;
     }
-    memset(x.h_ts, 0, count * sizeof *x.h_ts);
-    memset(x.w_ts, 0, count * sizeof *x.w_ts);
+    memset(x.h_ts, 0, x.cap * sizeof *x.h_ts);
+    memset(x.w_ts, 0, x.cap * sizeof *x.w_ts);
     rtb_sem_create(&x.wake, 0);
     int prio = (int)rtb_param(ctx, "waiter_prio");
     rtb_thread_attr aw = irq_attr(ctx, "irq-waiter", prio, irq_cpu(ctx));
@@ -112,12 +123,12 @@ static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time pe
         irq_spin_run_error(ctx, source, rc);
         r = RTB_ERROR;
     } else {
-        size_t late, bad = analyse(&x, out.handled, &s, &late);
+        size_t late = x.late, bad = x.bad;
         if (!irq_spin_check(ctx, source, count, &out))
             r = RTB_FAILED;
         char name[40];
         snprintf(name, sizeof name, "%s_highest_first", irq_source_name(source));
-        size_t paired = out.handled < x.nw ? out.handled : x.nw;
+        size_t paired = x.paired;
         if (!ctx->port->realtime) {
             rtb_emit_check_skip(ctx, name, "needs real-time priority (%llu of %llu wake-ups ran "
                                 "after the interrupted thread)", (unsigned long long)late,
@@ -128,14 +139,14 @@ static rtb_result run_source(rtb_ctx *ctx, int source, size_t count, rtb_time pe
                            "woken thread at priority %d on CPU %d: %llu handlers, %llu wake-ups, "
                            "%llu ran after the interrupted thread resumed, %llu out of order",
                            aw.priority, aw.cpu, (unsigned long long)out.handled,
-                           (unsigned long long)x.nw, (unsigned long long)late,
+                           (unsigned long long)x.woken, (unsigned long long)late,
                            (unsigned long long)bad);
             if (!ok)
                 r = RTB_FAILED;
         }
-        rtb_emit_series(ctx, &s);
+        rtb_emit_series(ctx, s);
     }
-    rtb_series_free(&s);
+    rtb_series_free(s);
     rtb_sem_delete(&x.wake);
     irq_spin_free(x.sp);
     rtb_mem_free(x.h_ts);

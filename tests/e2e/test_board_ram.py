@@ -48,11 +48,7 @@ _OVER_ALL: frozenset[str] = frozenset(
     {
         "CAL-TIMER",
         "CLK-DUR",
-        "IRQ-DLT",
-        "IRQ-LAT",
         "IRQ-RSP",
-        "IRQ-SUS",
-        "IRQ-TLT",
         "JIT-PER",
         "MQ-LAT",
         "MQ-SEND",
