@@ -5,7 +5,12 @@
  * Sample = wake stamp - give stamp. Lower-priority "kernel" load threads
  * on the same CPU fill the time in between with system calls that hold
  * kernel locks, so the control thread's wake-up and give find the kernel
- * in the middle of such work. */
+ * in the middle of such work. The test thread sends its series out as the
+ * buffer fills, after a push and before its next take: the control thread
+ * (lower) cannot stamp and give until the test thread blocks, so no sample
+ * spans the drain (a board's RAM holds a buffer of samples, not the run's).
+ * Where the drain's write can block (a pipe), a give stamped before the
+ * drain ended is not timed: its wake-up is counted apart. */
 #include <stdlib.h>
 
 #include "../core/rtb.h"
@@ -28,11 +33,13 @@ typedef struct pre {
     _Atomic rtb_stamp given; /* the control thread's stamp before the give */
     atomic_bool done;       /* the control thread gave for the last time */
     size_t gives;
+    size_t during_drain;    /* wake-ups not timed: given while the series drained */
 } pre;
 
 static void test_thread(void *arg)
 {
     pre *x = arg;
+    rtb_stamp drained = 0; /* when the last drain ended */
     for (;;) {
         if (rtb_sem_take(&x->go, x->ctx->deadline) != RTB_OK)
             break;
@@ -41,7 +48,16 @@ static void test_thread(void *arg)
          * the control thread, which could then never say `done`. */
         if (atomic_load(&x->done) || atomic_load_explicit(&x->ctx->stop, memory_order_relaxed))
             break;
-        rtb_series_push(&x->s, rtb_stamp_ns(t - atomic_load_explicit(&x->given, memory_order_relaxed)));
+        rtb_stamp given = atomic_load_explicit(&x->given, memory_order_relaxed);
+        if (given < drained) {
+            x->during_drain++;
+            continue;
+        }
+        rtb_series_push(&x->s, rtb_stamp_ns(t - given));
+        uint64_t sent = x->s.sent;
+        rtb_series_drain(&x->s);
+        if (x->s.sent != sent)
+            drained = rtb_stamp_now();
     }
 }
 
@@ -67,7 +83,7 @@ static rtb_result run(rtb_ctx *ctx)
     char why[256];
     if (rtb_load_check("kernel", nload, why, sizeof why) == RTB_ENOTSUP)
         return rtb_unsupported(ctx, "%s", why); /* before any buffer is held */
-    if (rtb_series_init(&x.s, "preempt", ctx->opt->max_samples) != RTB_OK) {
+    if (rtb_series_init_streamed(&x.s, ctx, "preempt", ctx->opt->max_samples) != RTB_OK) {
         rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples",
                              (unsigned long long)ctx->opt->max_samples);
         return RTB_ERROR;
@@ -131,9 +147,12 @@ static rtb_result run(rtb_ctx *ctx)
         if (!ran && r == RTB_PASSED)
             r = RTB_FAILED;
     }
-    if (r == RTB_PASSED && x.s.hist.n + 1 < x.gives)
+    if (r == RTB_PASSED && x.s.hist.n + x.during_drain + 1 < x.gives)
         rtb_warn(ctx, "lost_wakeups", "%llu gives but %llu wake-ups", (unsigned long long)x.gives,
-                 (unsigned long long)x.s.hist.n);
+                 (unsigned long long)(x.s.hist.n + x.during_drain));
+    if (x.during_drain)
+        rtb_warn(ctx, "given_during_drain", "%llu wake-ups not timed: given while the series "
+                 "was sent out", (unsigned long long)x.during_drain);
     if (r != RTB_UNSUPPORTED)
         rtb_emit_series(ctx, &x.s);
     rtb_series_free(&x.s);
