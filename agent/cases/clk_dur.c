@@ -13,7 +13,16 @@
  * A stall is not a tick: a gap as long as the tick period (the thread
  * missed a whole tick) or a tick's gap far beyond the tick's own spread
  * (the throttle stops a thread at a tick, so its stall starts on the
- * lattice) goes to the `stall` series with a warning, never into `tick`. */
+ * lattice) goes to the `stall` series with a warning, never into `tick`.
+ *
+ * A board's RAM (issue 22; a port whose series are streamed,
+ * RTB_SERIES_BUFFER): the gap arrays hold BOARD_GAPS gaps (8 KiB; the quick
+ * suite's 400 ms at a 1 kHz tick is 400), a gap past them is counted and
+ * warned of (`buffer_full`) as at max_samples; period candidates come from
+ * the first 64 unclaimed gaps, not 20000 (each period is then refitted
+ * over every gap). Everywhere the analysis writes its series one at a
+ * time after the checks (streamed: one 2.1 KiB histogram at once, not
+ * ten), so the records are those of before, in the same order. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +44,9 @@ static const rtb_param_def params[] = {
 };
 
 #define NEIGHBOURS 8         /* spacings to this many later gaps are period candidates */
-#define MAX_CAND_GAPS 20000   /* candidates come from the first gaps only */
+/* Candidates come from the first gaps only (a board: 64 gaps, 4 KiB). */
+#define MAX_CAND_GAPS (RTB_SERIES_BUFFER ? 64 : 20000)
+#define BOARD_GAPS 512        /* the gaps a board records */
 #define MIN_PERIOD 50000      /* ns */
 #define MAX_PERIOD 100000000  /* ns: HZ=10 */
 #define PEAKS 6               /* candidate periods tried per source */
@@ -50,6 +61,9 @@ typedef struct dur {
     size_t cap, n;
     uint64_t lost;
     int nwin;
+    /* The analysis: sources found, the tick's period, the longest tick. */
+    int nsrc;
+    rtb_time tick_period, bound;
     size_t *first;        /* first gap of each window (nwin + 1 entries) */
     rtb_time *lo, *hi;    /* each window's spin span */
     rtb_time case_start;  /* ctx->started on the rtb_ts_now timeline */
@@ -122,6 +136,12 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* How far from its lattice point a recurring gap may start: interrupt
  * entry and wake-up jitter, small against the period. */
 static double tolerance(double period) { return fmin(fmax(5000.0, period / 100), 50000.0); }
@@ -150,7 +170,7 @@ static bool partner(const dur *d, size_t i, size_t end, double at, double tol)
  * returns how many of them hold an unclaimed gap. Only unclaimed hits
  * move the reference, so an earlier source cannot pull the phase. */
 static uint64_t follow(const dur *d, const int *owner, double period, size_t a, size_t b,
-                       size_t anchor, bool *hit, int64_t *index, uint64_t *hits)
+                       size_t anchor, bool *hit, int32_t *index, uint64_t *hits)
 {
     double tol = tolerance(period);
     rtb_time ref = d->start[anchor];
@@ -174,7 +194,7 @@ static uint64_t follow(const dur *d, const int *owner, double period, size_t a, 
             continue;
         }
         hit[i] = true;
-        index[i] = slot;
+        index[i] = (int32_t)slot;
         last = slot;
         last_i = i;
         fresh += owner[i] < 0;
@@ -195,7 +215,7 @@ static uint64_t follow(const dur *d, const int *owner, double period, size_t a, 
  * reference, so a small period error does not accumulate. Gaps claimed
  * by an earlier source still fill a slot (two sources that fire together
  * make one gap) but count as fresh for neither. */
-static fit track(const dur *d, const int *owner, double period, bool *hit, int64_t *index)
+static fit track(const dur *d, const int *owner, double period, bool *hit, int32_t *index)
 {
     fit f = {.period = period};
     double tol = tolerance(period), sxy = 0, sxx = 0;
@@ -251,7 +271,7 @@ static bool credible(const fit *f)
  * candidate periods; the credible lattice that explains the most gaps
  * wins (a fraction of the period leaves slots empty, a multiple explains
  * fewer gaps). Leaves `hit` marking the winner's gaps. */
-static fit detect_one(const dur *d, const int *owner, bool *hit, int64_t *index, int64_t *c,
+static fit detect_one(const dur *d, const int *owner, bool *hit, int32_t *index, int32_t *c,
                       size_t *cnt, size_t max_gaps)
 {
     fit best = {0};
@@ -267,10 +287,10 @@ static fit detect_one(const dur *d, const int *owner, bool *hit, int64_t *index,
                 nb++;
                 int64_t s = d->start[j] - d->start[i];
                 if (s >= MIN_PERIOD && s <= MAX_PERIOD)
-                    c[ncand++] = s;
+                    c[ncand++] = (int32_t)s; /* <= MAX_PERIOD: exact */
             }
         }
-    qsort(c, ncand, sizeof *c, cmp_i64);
+    qsort(c, ncand, sizeof *c, cmp_i32);
     for (size_t a = 0, b = 0; a < ncand; a++) {
         if (b < a)
             b = a;
@@ -329,8 +349,10 @@ static int detect(const dur *d, int *owner, fit *src)
     int nsrc = 0;
     size_t max_gaps = d->n < MAX_CAND_GAPS ? d->n : MAX_CAND_GAPS;
     bool *hit = rtb_mem_calloc(d->n + 1, sizeof *hit);
-    int64_t *index = rtb_mem_calloc(d->n + 1, sizeof *index);
-    int64_t *c = rtb_mem_calloc(max_gaps * NEIGHBOURS + 1, sizeof *c);
+    /* A slot of one window (|index| <= 900 ms / MIN_PERIOD) and a spacing
+     * (<= MAX_PERIOD) fit 32 bits. */
+    int32_t *index = rtb_mem_calloc(d->n + 1, sizeof *index);
+    int32_t *c = rtb_mem_calloc(max_gaps * NEIGHBOURS + 1, sizeof *c);
     size_t *cnt = rtb_mem_calloc(max_gaps * NEIGHBOURS + 1, sizeof *cnt);
     for (size_t i = 0; i < d->n; i++)
         owner[i] = -1;
@@ -385,7 +407,21 @@ static rtb_time auto_threshold(const rtb_ctx *ctx)
     return t > 1000 ? t : 1000;
 }
 
-static size_t describe(char *out, size_t cap, const fit *f, const rtb_hist *h)
+/* What the check's detail says of a series: its count, exact sum, max. */
+typedef struct tally {
+    uint64_t n;
+    rtb_sum sum;
+    int64_t max;
+} tally;
+
+static void tally_add(tally *t, int64_t v)
+{
+    if (!t->n++ || v > t->max)
+        t->max = v;
+    rtb_sum_add(&t->sum, v);
+}
+
+static size_t describe(char *out, size_t cap, const fit *f, const tally *h)
 {
     char hz[48];
     hz_name(f->period, hz, sizeof hz);
@@ -429,89 +465,125 @@ static rtb_time stall_bound(const dur *d, const int *owner, double period, rtb_t
     return (rtb_time)fmin(bound, period / 2);
 }
 
+/* The series the analysis writes, in the order it writes them. */
+enum { S_TICK, S_OTHER, S_PERIOD, S_RECURRING, S_GAP, S_GAP_START, S_STALL, S_STALL_START };
+
+/* A gap that is a stall, not a tick (nor another source's). */
+static bool stalled(const dur *d, const int *owner, size_t i)
+{
+    return d->nsrc &&
+           (d->len[i] >= d->tick_period || (owner[i] == 0 && d->len[i] > d->bound));
+}
+
+/* Whether gap i has a value in series `which` (recurring: source k). */
+static bool member(const dur *d, const int *owner, size_t i, int which, int k, int64_t *v)
+{
+    bool stall = stalled(d, owner, i);
+    *v = which == S_GAP_START || which == S_STALL_START ? d->start[i] - d->case_start
+                                                        : d->len[i];
+    switch (which) {
+    case S_TICK: return !stall && owner[i] == 0;
+    case S_OTHER: return !stall && owner[i] != 0;
+    case S_RECURRING: return !stall && owner[i] == k;
+    case S_STALL:
+    case S_STALL_START: return stall;
+    default: return true; /* S_GAP, S_GAP_START */
+    }
+}
+
+/* One series made, filled, written and freed: one histogram in RAM at a
+ * time (streamed where the port streams: a buffer of samples too). */
+static bool emit_one(rtb_ctx *ctx, const dur *d, const int *owner, const fit *src, int which,
+                     int k, const char *name, rtb_kind kind, size_t cap)
+{
+    rtb_series s;
+    if (rtb_series_init_streamed(&s, ctx, name, cap) != RTB_OK) {
+        rtb_series_free(&s);
+        return false;
+    }
+    rtb_series_set_kind(&s, kind);
+    if (which == S_PERIOD) {
+        if (d->nsrc) /* empty when no tick was found */
+            rtb_series_push(&s, llround(src[0].period));
+    } else {
+        for (size_t i = 0; i < d->n; i++) {
+            int64_t v;
+            if (member(d, owner, i, which, k, &v)) {
+                rtb_series_push(&s, v);
+                rtb_series_drain(&s); /* after the spin: nothing is measured */
+            }
+        }
+    }
+    if (which == S_RECURRING) {
+        /* The period is measured, so it differs from run to run: the rank
+         * (most frequent first) identifies the source, the period is shown. */
+        rtb_series_set_point(&s, "rank", k);
+        rtb_tags period = {.attr_key = "period_ns", .attr_value = llround(src[k].period)};
+        rtb_emit_series_tagged(ctx, &s, &period);
+    } else {
+        rtb_emit_series(ctx, &s);
+    }
+    rtb_series_free(&s);
+    return true;
+}
+
+#define DETAIL 900
+
 static rtb_result report(rtb_ctx *ctx, dur *d)
 {
     int *owner = rtb_mem_calloc(d->n + 1, sizeof *owner);
     fit *src = rtb_mem_calloc(MAX_SOURCES, sizeof *src); /* the frame is at its limit */
-    rtb_series st, so, sg, ss, sp;
+    int nsrc = owner && src ? detect(d, owner, src) : -1;
     /* Neither on the stack (the frame is at its limit) nor static (a
      * board's RAM in every case): from the case's memory. */
-    rtb_series *more = rtb_mem_calloc(2 + MAX_SOURCES - 1, sizeof *more);
-    if (!more) {
-        rtb_mem_free(src);
-        rtb_mem_free(owner);
-        rtb_emit_check_error(ctx, "buffer", "no memory for the series");
-        return RTB_ERROR;
-    }
-    rtb_series *sx = &more[0], *sxs = &more[1], *sr = &more[2];
-    size_t cap = d->n ? d->n : 1;
-    int ok = owner != NULL && src != NULL;
-    ok = (rtb_series_init(&st, "tick", cap) == RTB_OK) & ok;
-    ok = (rtb_series_init(&so, "other", cap) == RTB_OK) & ok;
-    ok = (rtb_series_init(&sg, "gap", cap) == RTB_OK) & ok;
-    ok = (rtb_series_init(&ss, "gap_start", cap) == RTB_OK) & ok;
-    ok = (rtb_series_init(&sp, "tick_period", 1) == RTB_OK) & ok;
-    ok = (rtb_series_init(sx, "stall", cap) == RTB_OK) & ok;
-    ok = (rtb_series_init(sxs, "stall_start", cap) == RTB_OK) & ok;
-    rtb_series_set_kind(&ss, RTB_KIND_TIMESTAMP); /* when each gap began */
-    rtb_series_set_kind(&sp, RTB_KIND_PERIOD);
-    /* Time the thread lost, not the cost of an OS path. */
-    rtb_series_set_kind(sx, RTB_KIND_DURATION);
-    rtb_series_set_kind(sxs, RTB_KIND_TIMESTAMP);
-    int nsrc = ok ? detect(d, owner, src) : 0;
-    if (nsrc < 0)
-        ok = nsrc = 0;
-    for (int i = 0; i < MAX_SOURCES - 1; i++)
-        ok = (rtb_series_init(&sr[i], "recurring", i + 1 < nsrc ? cap : 0) == RTB_OK) & ok;
+    char *detail = nsrc >= 0 ? rtb_mem_alloc(DETAIL) : NULL;
     rtb_result r = RTB_PASSED;
-    if (!ok) {
+    if (!detail) {
         rtb_emit_check_error(ctx, "buffer", "no memory to analyse %llu gaps",
                              (unsigned long long)d->n);
         r = RTB_ERROR;
         goto out;
     }
-    rtb_time bound = INT64_MAX, tick_med = 0, tick_period = nsrc ? llround(src[0].period) : 0;
-    if (nsrc && !(bound = stall_bound(d, owner, src[0].period, &tick_med))) {
+    d->nsrc = nsrc;
+    rtb_time tick_med = 0;
+    d->bound = INT64_MAX;
+    d->tick_period = nsrc ? llround(src[0].period) : 0;
+    if (nsrc && !(d->bound = stall_bound(d, owner, src[0].period, &tick_med))) {
         rtb_emit_check_error(ctx, "buffer", "no memory to analyse %llu gaps",
                              (unsigned long long)d->n);
         r = RTB_ERROR;
         goto out;
     }
+    /* The figures the detail and warnings give (the series' own). */
+    tally tk = {0}, other = {0}, stall = {0}, rec[MAX_SOURCES] = {{0}};
     size_t worst = d->n;
     for (size_t i = 0; i < d->n; i++) {
-        bool stall = nsrc && (d->len[i] >= tick_period || (owner[i] == 0 && d->len[i] > bound));
-        if (stall) {
-            rtb_series_push(sx, d->len[i]);
-            rtb_series_push(sxs, d->start[i] - d->case_start);
+        if (stalled(d, owner, i)) {
+            tally_add(&stall, d->len[i]);
             if (worst == d->n || d->len[i] > d->len[worst])
                 worst = i;
         } else {
-            rtb_series_push(owner[i] == 0 ? &st : &so, d->len[i]);
+            tally_add(owner[i] == 0 ? &tk : &other, d->len[i]);
             if (owner[i] > 0)
-                rtb_series_push(&sr[owner[i] - 1], d->len[i]);
+                tally_add(&rec[owner[i]], d->len[i]);
         }
-        rtb_series_push(&sg, d->len[i]);
-        rtb_series_push(&ss, d->start[i] - d->case_start);
     }
     rtb_time spun = 0;
     for (int w = 0; w < d->nwin; w++)
         spun += d->hi[w] - d->lo[w];
-    static char detail[900]; /* not on the stack */
     if (nsrc) {
-        rtb_series_push(&sp, llround(src[0].period));
-        size_t len = (size_t)snprintf(detail, sizeof detail, "in %.0f ms: tick ",
-                                      (double)spun / 1e6);
-        len += describe(detail + len, sizeof detail - len, &src[0], &st.hist);
-        for (int i = 1; i < nsrc && len < sizeof detail; i++) {
-            len += (size_t)snprintf(detail + len, sizeof detail - len, "; also recurring ");
-            if (len < sizeof detail)
-                len += describe(detail + len, sizeof detail - len, &src[i], &sr[i - 1].hist);
+        size_t len = (size_t)snprintf(detail, DETAIL, "in %.0f ms: tick ", (double)spun / 1e6);
+        len += describe(detail + len, DETAIL - len, &src[0], &tk);
+        for (int i = 1; i < nsrc && len < DETAIL; i++) {
+            len += (size_t)snprintf(detail + len, DETAIL - len, "; also recurring ");
+            if (len < DETAIL)
+                len += describe(detail + len, DETAIL - len, &src[i], &rec[i]);
         }
-        if (len < sizeof detail)
-            snprintf(detail + len, sizeof detail - len, "; %llu gaps besides the tick's, max %.1f us "
-                     "(threshold %lld ns); %llu stalls", (unsigned long long)so.hist.n,
-                     so.hist.n ? (double)so.hist.max / 1e3 : 0.0, (long long)d->threshold,
-                     (unsigned long long)sx->hist.n);
+        if (len < DETAIL)
+            snprintf(detail + len, DETAIL - len, "; %llu gaps besides the tick's, max %.1f us "
+                     "(threshold %lld ns); %llu stalls", (unsigned long long)other.n,
+                     other.n ? (double)other.max / 1e3 : 0.0, (long long)d->threshold,
+                     (unsigned long long)stall.n);
         if (ctx->port->realtime)
             rtb_emit_check(ctx, "tick", true, "%s", detail);
         else
@@ -527,43 +599,37 @@ static rtb_result report(rtb_ctx *ctx, dur *d)
                  "tickless CPU (nohz_full), or ticks shorter than the threshold (%lld ns)",
                  (unsigned long long)d->n, (double)spun / 1e6, (long long)d->threshold);
     }
-    if (sx->hist.n)
+    if (stall.n)
         rtb_warn(ctx, "stall", "stalls, not ticks: %llu gaps in which the measuring thread "
                  "did not run, up to %.3f ms (at +%.3f s), longer than the tick period (%.3f ms) or "
                  "than the tick's spread allows (%.1f us; its median %.1f us). Likely causes: "
                  "RT throttling (sched_rt_runtime_us below sched_rt_period_us stops real-time "
                  "threads until the period ends), a higher-priority thread, or a hypervisor "
-                 "not running this CPU; --trace tells which", (unsigned long long)sx->hist.n,
+                 "not running this CPU; --trace tells which", (unsigned long long)stall.n,
                  (double)d->len[worst] / 1e6, (double)(d->start[worst] - d->case_start) / 1e9,
-                 (double)tick_period / 1e6, (double)bound / 1e3, (double)tick_med / 1e3);
+                 (double)d->tick_period / 1e6, (double)d->bound / 1e3, (double)tick_med / 1e3);
     if (d->lost)
         rtb_warn(ctx, "buffer_full", "%llu gaps not recorded: raise --max-samples or "
                  "threshold_ns", (unsigned long long)d->lost);
-    rtb_emit_series(ctx, &st);
-    rtb_emit_series(ctx, &so);
-    rtb_emit_series(ctx, &sp);
-    for (int i = 1; i < nsrc; i++) {
-        /* The period is measured, so it differs from run to run: the rank
-         * (most frequent first) identifies the source, the period is shown. */
-        rtb_series_set_point(&sr[i - 1], "rank", i);
-        rtb_tags period = {.attr_key = "period_ns", .attr_value = llround(src[i].period)};
-        rtb_emit_series_tagged(ctx, &sr[i - 1], &period);
+    size_t cap = d->n ? d->n : 1;
+    bool ok = emit_one(ctx, d, owner, src, S_TICK, 0, "tick", RTB_KIND_LATENCY, cap) &&
+              emit_one(ctx, d, owner, src, S_OTHER, 0, "other", RTB_KIND_LATENCY, cap) &&
+              emit_one(ctx, d, owner, src, S_PERIOD, 0, "tick_period", RTB_KIND_PERIOD, 1);
+    for (int k = 1; ok && k < nsrc; k++)
+        ok = emit_one(ctx, d, owner, src, S_RECURRING, k, "recurring", RTB_KIND_LATENCY, cap);
+    /* When each gap began; a stall is time the thread lost, not the cost
+     * of an OS path. */
+    ok = ok && emit_one(ctx, d, owner, src, S_GAP, 0, "gap", RTB_KIND_LATENCY, cap) &&
+         emit_one(ctx, d, owner, src, S_GAP_START, 0, "gap_start", RTB_KIND_TIMESTAMP, cap) &&
+         emit_one(ctx, d, owner, src, S_STALL, 0, "stall", RTB_KIND_DURATION, cap) &&
+         emit_one(ctx, d, owner, src, S_STALL_START, 0, "stall_start", RTB_KIND_TIMESTAMP, cap);
+    if (!ok) {
+        rtb_emit_check_error(ctx, "buffer", "no memory to analyse %llu gaps",
+                             (unsigned long long)d->n);
+        r = RTB_ERROR;
     }
-    rtb_emit_series(ctx, &sg);
-    rtb_emit_series(ctx, &ss);
-    rtb_emit_series(ctx, sx);
-    rtb_emit_series(ctx, sxs);
 out:
-    rtb_series_free(&st);
-    rtb_series_free(&so);
-    rtb_series_free(&sg);
-    rtb_series_free(&ss);
-    rtb_series_free(&sp);
-    rtb_series_free(sx);
-    rtb_series_free(sxs);
-    for (int i = 0; i < MAX_SOURCES - 1; i++)
-        rtb_series_free(&sr[i]);
-    rtb_mem_free(more);
+    rtb_mem_free(detail);
     rtb_mem_free(src);
     rtb_mem_free(owner);
     return r;
@@ -587,6 +653,8 @@ static rtb_result run(rtb_ctx *ctx)
     d.cap = (size_t)ms * 100 + 1000;
     if (d.cap > ctx->opt->max_samples)
         d.cap = ctx->opt->max_samples;
+    if (RTB_SERIES_BUFFER && d.cap > BOARD_GAPS)
+        d.cap = BOARD_GAPS; /* a board's RAM: more are counted as lost, and warned of */
     d.start = rtb_mem_calloc(d.cap, sizeof *d.start);
     d.len = rtb_mem_calloc(d.cap, sizeof *d.len);
     d.first = rtb_mem_calloc((size_t)d.nwin + 1, sizeof *d.first);
