@@ -55,8 +55,6 @@ _OVER_ALL: frozenset[str] = frozenset(
         "MQ-LAT",
         "MQ-SEND",
         "MUT-ARC",
-        "NOISE-HW",
-        "NOISE-OS",
         "SEM-TAKE",
     }
 )

@@ -39,7 +39,10 @@ def test_the_tick_is_the_noise(tmp_path: Path) -> None:
     noise, at = case.find("noise"), case.find("noise_at")
     assert noise is not None and at is not None
     assert noise.samples is not None and at.samples is not None
-    assert 198 <= noise.n <= 201  # a tick a millisecond for 200 ms
+    # A tick a millisecond for the ~198 ms polled (the calibration takes
+    # the rest of the 200): 197 or 198 by where the polling starts against
+    # the tick, which moves with the firmware's code.
+    assert 197 <= noise.n <= 201
     assert cast(int, noise.max) - cast(int, noise.min) <= 100  # ns: the same handler every time
     # A gap is seen where the loop is when the tick comes: each start within
     # a few loop iterations (~4 us) of the lattice, the lattice exactly 1 ms.
