@@ -107,6 +107,7 @@ def one_boot(args: list[str], spec: str) -> dict[str, Any]:
         raise TransportError(f"{args}: the firmware's RAM note lacks {missing}: {transport.notes}")
     main = stacks.pop("rtb-main", (0, 0))
     isr = stacks.pop("kernel-isr", (0, 0))  # uC/OS-III's own interrupt stack
+    idle = stacks.pop("kernel-idle", (0, 0))  # FreeRTOS's idle task
     threads = max((used for _, used in stacks.values()), default=0)
     return {
         "outcomes": {c.case: c.outcome for c in run.cases},
@@ -119,6 +120,7 @@ def one_boot(args: list[str], spec: str) -> dict[str, Any]:
         # interrupts (FreeRTOS) or main() before the kernel (uC/OS) used of it.
         "irq_stack_used": ram.get("irq_stack_used", 0),
         "kernel_isr_stack_used": isr[1],
+        "kernel_idle_stack_used": idle[1],
         **{k: ram[note] for k, note in RAM_PARTS.items()},
     }
 

@@ -73,9 +73,8 @@ static size_t list_prios(char *buf, size_t cap, const int *prio, int n)
     return len;
 }
 
-static rtb_result run(rtb_ctx *ctx)
+static rtb_result release(rtb_ctx *ctx, int n, rel_waiter *w, rtb_thread *th, int *order)
 {
-    int n = (int)rtb_param(ctx, "waiters");
     static const char *const names[] = {"release_order"};
     if (!rtb_checks_need_realtime(ctx, names, 1,
                                   "waiters must block in a set order and preempt the giver"))
@@ -85,12 +84,6 @@ static rtb_result run(rtb_ctx *ctx)
     if (ctl > RTB_PRIO_MAX - 2 - n)
         ctl = RTB_PRIO_MAX - 2 - n;
     rel x = {.ctx = ctx};
-    /* Static, not on the stack: one case runs at a time. */
-    static rel_waiter w[MAX_WAITERS];
-    static rtb_thread th[MAX_WAITERS];
-    static int order[MAX_WAITERS];
-    memset(w, 0, sizeof w);
-    memset(order, 0, sizeof order);
     if (rtb_sem_create(&x.s, 0) != RTB_OK) {
         rtb_emit_check_error(ctx, "release_order", "could not create the semaphore");
         return RTB_ERROR;
@@ -136,6 +129,25 @@ static rtb_result run(rtb_ctx *ctx)
                    "give); want descending priority",
                    n, arr, woke, early);
     return ok ? RTB_PASSED : RTB_FAILED;
+}
+
+static rtb_result run(rtb_ctx *ctx)
+{
+    int n = (int)rtb_param(ctx, "waiters");
+    /* From the case's memory, neither on the stack nor in static storage
+     * (a board's RAM in every case). */
+    rel_waiter *w = rtb_mem_calloc(MAX_WAITERS, sizeof *w);
+    rtb_thread *th = rtb_mem_calloc(MAX_WAITERS, sizeof *th);
+    int *order = rtb_mem_calloc(MAX_WAITERS, sizeof *order);
+    rtb_result r = RTB_ERROR;
+    if (w && th && order)
+        r = release(ctx, n, w, th, order);
+    else
+        rtb_emit_check_error(ctx, "release_order", "no memory for %d waiters", n);
+    rtb_mem_free(order);
+    rtb_mem_free(th);
+    rtb_mem_free(w);
+    return r;
 }
 
 const rtb_case rtb_case_sem_b_rel = {

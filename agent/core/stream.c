@@ -8,24 +8,21 @@
 
 uint32_t rtb_crc32(const void *data, size_t len) { return rtb_crc32_update(0, data, len); }
 
+/* The table of the reflected CRC-32 (0xEDB88320), built by the compiler:
+ * constant data (a board's flash, not its RAM; 1 KiB of .bss before). */
+#define CRC_1(c) (((c) >> 1) ^ (0xEDB88320u & (0u - ((c) & 1u))))
+#define CRC_8(c) CRC_1(CRC_1(CRC_1(CRC_1(CRC_1(CRC_1(CRC_1(CRC_1((uint32_t)(c)))))))))
+#define CRC_4(i) CRC_8(i), CRC_8((i) + 1), CRC_8((i) + 2), CRC_8((i) + 3)
+#define CRC_16(i) CRC_4(i), CRC_4((i) + 4), CRC_4((i) + 8), CRC_4((i) + 12)
+#define CRC_64(i) CRC_16(i), CRC_16((i) + 16), CRC_16((i) + 32), CRC_16((i) + 48)
+static const uint32_t crc_table[256] = {CRC_64(0), CRC_64(64), CRC_64(128), CRC_64(192)};
+
 uint32_t rtb_crc32_update(uint32_t crc, const void *data, size_t len)
 {
-    /* Table built on first use: no heap, and 1 KiB of .bss is fine. */
-    static uint32_t table[256];
-    static atomic_bool ready;
-    if (!atomic_load_explicit(&ready, memory_order_acquire)) {
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; k++)
-                c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-            table[i] = c;
-        }
-        atomic_store_explicit(&ready, true, memory_order_release);
-    }
     crc ^= 0xFFFFFFFFu;
     const unsigned char *p = data;
     for (size_t i = 0; i < len; i++)
-        crc = table[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
+        crc = crc_table[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
     return crc ^ 0xFFFFFFFFu;
 }
 

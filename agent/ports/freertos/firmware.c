@@ -33,6 +33,11 @@ static void agent_task(void *arg)
     int status = firmware_run_agent();
     firmware_stack_note("rtb-main", RTB_FREERTOS_MAIN_STACK,
                         uxTaskGetStackHighWaterMark(NULL) * sizeof(StackType_t));
+    /* The kernel's idle task (its stack is configMINIMAL_STACK_SIZE): what
+     * it used, and the run ends if it came within the guard of its end. */
+    firmware_stack_note("kernel-idle", configMINIMAL_STACK_SIZE * sizeof(StackType_t),
+                        uxTaskGetStackHighWaterMark(xTaskGetIdleTaskHandle()) *
+                            sizeof(StackType_t));
     firmware_stack_report();
     fflush(stdout);
     board_exit(status);
