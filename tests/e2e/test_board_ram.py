@@ -72,8 +72,9 @@ OVER: dict[str, set[str]] = {
     # JIT-DL came under (before it asked the port for a deadline scheduler).
     "ucos3": set(_OVER_ALL) | {"THR-B-RR"},
     # uC/OS-II's static RAM (36,264 B, its task and event tables sized to
-    # 40 threads) is 2.6 KiB above FreeRTOS's. Heaps grow in newlib's 4 KiB sbrk steps, so a shift of the
-    # heap's start moves a case by 4 KiB either way.
+    # 40 threads) is 2.6 KiB above FreeRTOS's. Heaps grow in newlib's 4
+    # KiB sbrk steps, so a shift of the heap's start moves a case by 4 KiB
+    # either way.
     # THR-PRE, IRQ-RSP, JIT-PER (unsupported here: no kernel load of
     # several threads) came under when they asked before allocating.
     # THR-NEW came under (63,984) with 3 KiB less static RAM (the CRC
