@@ -11,7 +11,21 @@
  * Checks: `fairness` - over the same number of complete slices per thread,
  * the counts differ by at most `tolerance_pct` of their mean; `first_slice`
  * - no thread's first slice is longer than the median later slice plus
- * `tolerance_pct`. Series `slice`: every complete slice, in ns. */
+ * `tolerance_pct`. Series `slice`: every complete slice, in ns.
+ *
+ * Each thread logs its slices (length, count; the start of its last three
+ * only: a thread sees the stop at its next iteration, so at most its last
+ * slice began after it, and only the last complete one's start is
+ * compared, mark_complete). Both checks read the
+ * first r slices of each thread only, r the fewest complete slices of any
+ * thread (at most the mean), so a log of a thread's share of the slices
+ * holds all they read. A kernel that slices on its tick (rtb_release_grain
+ * > 0: FreeRTOS's time slicing, uC/OS-III's quantum of one tick) makes at
+ * most one slice a tick: a board's log holds a share of duration / tick,
+ * plus a margin (308 slices a thread at 600 ms, not 6,016); elsewhere a
+ * slice may be far shorter than 1 ms (no real-time priority) and the log
+ * holds one a 100 us. A thread past its log (unfair slicing) is counted in
+ * `buffer_full`. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,9 +46,17 @@ static const rtb_param_def params[] = {
 #define GAP_NS 1000000
 
 typedef struct slice {
-    rtb_time start, end, gaps;
+    rtb_time len; /* end - start - gaps */
     uint64_t count;
 } slice;
+
+/* The slice a thread is in. */
+typedef struct open_slice {
+    rtb_time start, gaps;
+    uint64_t count;
+} open_slice;
+
+#define STARTS 3 /* starts kept of the last logged slices */
 
 struct rr;
 
@@ -43,6 +65,7 @@ typedef struct rr_thread {
     int id;
     slice *log;
     size_t cap, n, dropped;
+    rtb_time starts[STARTS]; /* of log[n - STARTS .. n - 1] */
     uint64_t count, ngaps;
     size_t complete; /* leading slices that a switch ended (not the stop) */
 } rr_thread;
@@ -52,20 +75,28 @@ typedef struct rr {
     atomic_int last; /* who ran last; -1 before anyone */
 } rr;
 
-static void close_slice(rr_thread *me, slice *cur, rtb_time end)
+static void close_slice(rr_thread *me, const open_slice *cur, rtb_time end)
 {
-    cur->end = end;
-    if (me->n < me->cap)
-        me->log[me->n++] = *cur;
-    else
+    if (me->n < me->cap) {
+        me->log[me->n++] = (slice){.len = end - cur->start - cur->gaps, .count = cur->count};
+        memmove(me->starts, me->starts + 1, (STARTS - 1) * sizeof *me->starts);
+        me->starts[STARTS - 1] = cur->start;
+    } else {
         me->dropped++;
+    }
+}
+
+/* The start of logged slice k, k among the last STARTS. */
+static rtb_time start_of(const rr_thread *t, size_t k)
+{
+    return t->starts[STARTS - (t->n - k)];
 }
 
 static void worker(void *arg)
 {
     rr_thread *me = arg;
     rr *x = me->x;
-    slice cur = {0};
+    open_slice cur = {0};
     rtb_time prev = 0;
     bool in = false;
     for (;;) {
@@ -88,7 +119,7 @@ static void worker(void *arg)
             atomic_store_explicit(&x->last, me->id, memory_order_relaxed);
             if (!before)
                 t = rtb_ts_now();
-            cur = (slice){.start = t};
+            cur = (open_slice){.start = t};
             in = true;
         } else if (t - prev > GAP_NS) {
             cur.gaps += t - prev;
@@ -104,7 +135,7 @@ static void worker(void *arg)
 
 static rtb_time length(const slice *s)
 {
-    return s->end - s->start - s->gaps;
+    return s->len;
 }
 
 /* Slices that began after the stop are leftovers of threads seeing it;
@@ -113,20 +144,21 @@ static void mark_complete(rr_thread *t, int n, rtb_time stopped)
 {
     int cut = -1;
     for (int i = 0; i < n; i++) {
-        t[i].complete = 0;
-        while (t[i].complete < t[i].n && t[i].log[t[i].complete].start < stopped)
-            t[i].complete++;
-        if (t[i].complete &&
-            (cut < 0 || t[i].log[t[i].complete - 1].start > t[cut].log[t[cut].complete - 1].start))
+        t[i].complete = t[i].n;
+        while (t[i].complete && t[i].n - t[i].complete < STARTS &&
+               start_of(&t[i], t[i].complete - 1) >= stopped)
+            t[i].complete--;
+        if (t[i].complete && t[i].n - t[i].complete < STARTS &&
+            (cut < 0 || start_of(&t[i], t[i].complete - 1) > start_of(&t[cut], t[cut].complete - 1)))
             cut = i;
     }
     if (cut >= 0)
         t[cut].complete--;
 }
 
-static int cmp_time(const void *a, const void *b)
+static int cmp_len(const void *a, const void *b)
 {
-    rtb_time x = *(const rtb_time *)a, y = *(const rtb_time *)b;
+    rtb_time x = ((const slice *)a)->len, y = ((const slice *)b)->len;
     return (x > y) - (x < y);
 }
 
@@ -180,27 +212,36 @@ static int fairness(const rr_thread *t, int n, int64_t tol, char *out, size_t ca
     return spread <= (double)tol;
 }
 
-static int first_slice(const rr_thread *t, int n, int64_t tol, char *out, size_t cap)
+/* The last reader of the logs: sorts each thread's later slices in place
+ * by length and walks them merged up to the median (no copy of them all:
+ * a board's RAM). */
+static int first_slice(rr_thread *t, int n, int64_t tol, char *out, size_t cap)
 {
     size_t later = 0;
     for (int i = 0; i < n; i++)
         later += t[i].complete > 1 ? t[i].complete - 1 : 0;
-    rtb_time *v = later ? rtb_mem_alloc(later * sizeof *v) : NULL;
-    if (!v) {
+    if (!later) {
         snprintf(out, cap, "no later slice to compare the first ones with: raise duration_ms");
         return -1;
     }
-    size_t k = 0;
     rtb_time longest_first = 0;
+    size_t at[16] = {0}; /* per thread: later slices merged so far */
     for (int i = 0; i < n; i++) {
-        for (size_t j = 1; j < t[i].complete; j++)
-            v[k++] = length(&t[i].log[j]);
         if (t[i].complete && length(&t[i].log[0]) > longest_first)
             longest_first = length(&t[i].log[0]);
+        if (t[i].complete > 1)
+            qsort(t[i].log + 1, t[i].complete - 1, sizeof *t[i].log, cmp_len);
     }
-    qsort(v, later, sizeof *v, cmp_time);
-    rtb_time median = v[later / 2];
-    rtb_mem_free(v);
+    rtb_time median = 0;
+    for (size_t k = 0; k <= later / 2; k++) {
+        int pick = -1;
+        for (int i = 0; i < n; i++)
+            if (1 + at[i] < t[i].complete &&
+                (pick < 0 || length(&t[i].log[1 + at[i]]) < length(&t[pick].log[1 + at[pick]])))
+                pick = i;
+        median = length(&t[pick].log[1 + at[pick]]);
+        at[pick]++;
+    }
     bool ok = (double)longest_first <= (double)median * (1.0 + (double)tol / 100.0);
     snprintf(out, cap, "longest first slice %.2f ms, median later slice %.2f ms (%llu), ratio %.2f",
              (double)longest_first / 1e6, (double)median / 1e6, (unsigned long long)later,
@@ -232,12 +273,14 @@ static rtb_result run(rtb_ctx *ctx)
     static rtb_thread th[16];
     memset(t, 0, sizeof t);
     rtb_series s;
-    /* Without real-time priority slices can be far shorter than 1 ms. */
-    size_t cap = (size_t)(duration / 100000) + 16;
+    rtb_time phase, tick = rtb_release_grain(&phase);
+    size_t cap = tick > 0 ? (size_t)(duration / tick) / (size_t)n + 8
+                          : (size_t)(duration / 100000) + 16;
     if (cap > 100000)
         cap = 100000;
     rtb_result r = RTB_PASSED;
-    if (rtb_series_init(&s, "slice", cap * (size_t)n) != RTB_OK)
+    /* As many as the logs hold: at most one sample a logged slice. */
+    if (rtb_series_init_streamed(&s, ctx, "slice", cap * (size_t)n) != RTB_OK)
         return RTB_ERROR;
     rtb_series_set_kind(&s, RTB_KIND_DURATION); /* as long as the quantum: no cost */
     for (int i = 0; i < n; i++) {
@@ -249,7 +292,7 @@ static rtb_result run(rtb_ctx *ctx)
     }
     rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
     rtb_thread_attr a = rtb_attr(ctx, "thr-rr", 0);
-    a.stack_size = 64 * 1024;
+    a.stack_size = RTB_WORKER_STACK;
     a.round_robin = rtb_param(ctx, "round_robin") != 0;
     int created = 0;
     rtb_time stopped = 0;
@@ -272,8 +315,10 @@ static rtb_result run(rtb_ctx *ctx)
         uint64_t ngaps = 0;
         size_t dropped = 0;
         for (int i = 0; i < n; i++) {
-            for (size_t k = 0; k < t[i].complete; k++)
+            for (size_t k = 0; k < t[i].complete; k++) {
                 rtb_series_push(&s, length(&t[i].log[k]));
+                rtb_series_drain(&s); /* the threads are joined */
+            }
             ngaps += t[i].ngaps;
             dropped += t[i].dropped;
         }

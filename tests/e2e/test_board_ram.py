@@ -44,7 +44,8 @@ KERNELS = ("freertos", "ucos3", "ucos2")
 # that are not streamed yet (16 KiB a series at the board's max_samples
 # 2000). THR-SW, THR-CTX and SEM-ARC came under with their stamps in
 # blocks, 512-byte worker stacks and the points of more than 16 threads
-# (RTB_CASE_THREADS) skipped with the reason. CAL-TIMER reads in blocks of
+# (RTB_CASE_THREADS) skipped with the reason; THR-B-RR with a log of its
+# threads' share of the tick's slices. CAL-TIMER reads in blocks of
 # rtb_stamp_block(reads) into a streamed series; SYS-CALL records 4 of its
 # 16 rows at a time on a board (49-50 / 59-63 KiB); CLK-DUR holds 512
 # gaps and writes its series one at a time (58-63 KiB).
@@ -64,13 +65,13 @@ OVER: dict[str, set[str]] = {
     # task 6.5 KiB, not 8 (4,816 B used at most: a check's detail formatted
     # into the record's body), 48 stack notes, not 64: TM-COOP, TM-PRE,
     # RSP-IO (2.1-2.7 KiB under) and JIT-DL (1,624 B under) came under.
-    "freertos": set(_OVER_ALL) | {"THR-B-RR"},
+    "freertos": set(_OVER_ALL),
     # TM-COOP and TM-PRE 416 B under (65,120). A stack's high-water mark
     # holds the exception frames pushed on it, so code that moves when
     # interrupts come moves a case near the limit across it.
     # Its message pool 64, not 256, and its interrupt stack 1 KiB, not 2:
     # JIT-DL came under (before it asked the port for a deadline scheduler).
-    "ucos3": set(_OVER_ALL) | {"THR-B-RR"},
+    "ucos3": set(_OVER_ALL),
     # uC/OS-II's static RAM (36,264 B, its task and event tables sized to
     # 40 threads) is 2.6 KiB above FreeRTOS's. Heaps grow in newlib's 4
     # KiB sbrk steps, so a shift of the heap's start moves a case by 4 KiB
