@@ -45,7 +45,8 @@ KERNELS = ("freertos", "ucos3", "ucos2")
 # 2000). THR-SW, THR-CTX and SEM-ARC came under with their stamps in
 # blocks, 512-byte worker stacks and the points of more than 16 threads
 # (RTB_CASE_THREADS) skipped with the reason; THR-B-RR with a log of its
-# threads' share of the tick's slices. CAL-TIMER reads in blocks of
+# threads' share of the tick's slices, its thread table out of the static
+# RAM (1 KiB, every case). CAL-TIMER reads in blocks of
 # rtb_stamp_block(reads) into a streamed series; SYS-CALL records 4 of its
 # 16 rows at a time on a board (49-50 / 59-63 KiB); CLK-DUR holds 512
 # gaps and writes its series one at a time (58-63 KiB).
