@@ -53,7 +53,6 @@ KERNELS = ("freertos", "ucos3", "ucos2")
 _OVER_ALL: frozenset[str] = frozenset(
     {
         "IRQ-RSP",
-        "JIT-PER",
         "MQ-LAT",
         "MQ-SEND",
         "MUT-ARC",
