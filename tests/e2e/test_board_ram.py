@@ -72,7 +72,7 @@ OVER: dict[str, set[str]] = {
     # Its message pool 64, not 256, and its interrupt stack 1 KiB, not 2:
     # JIT-DL came under (before it asked the port for a deadline scheduler).
     "ucos3": set(_OVER_ALL),
-    # uC/OS-II's static RAM (36,264 B, its task and event tables sized to
+    # uC/OS-II's static RAM (35,624 B, its task and event tables sized to
     # 40 threads) is 2.6 KiB above FreeRTOS's. Heaps grow in newlib's 4
     # KiB sbrk steps, so a shift of the heap's start moves a case by 4 KiB
     # either way.

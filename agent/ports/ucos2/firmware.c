@@ -71,6 +71,12 @@ static void agent_task(void *arg)
     OS_STK_DATA d;
     if (OSTaskStkChk(OS_PRIO_SELF, &d) == OS_ERR_NONE)
         firmware_stack_note("rtb-main", sizeof main_stack, d.OSFree * sizeof(OS_STK));
+    /* The interrupts' stack (OS_CPU_ExceptStk), which OSInitHookBegin
+     * cleared: words still zero from its bottom were never used. */
+    size_t isr_free = 0;
+    while (isr_free < OS_CPU_EXCEPT_STK_SIZE && OS_CPU_ExceptStk[isr_free] == 0u)
+        isr_free++;
+    firmware_stack_note("kernel-isr", sizeof OS_CPU_ExceptStk, isr_free * sizeof(OS_STK));
     firmware_stack_report();
     fflush(stdout);
     board_exit(status);
