@@ -4,7 +4,9 @@
  * a lower priority, loop over kernel calls that take locks or run with
  * preemption off (agent/loads, kind "kernel"). The raiser of the event
  * source sits on another CPU, so the load keeps the measured CPU busy.
- * min / mean / max come from the series. */
+ * min / mean / max come from the series, streamed (a board's RAM holds
+ * 128 samples of it): irq_lat_measure sends its buffer between blocks of
+ * events, never inside one. */
 #include "rtb/load.h"
 #include "irq.h"
 
@@ -28,8 +30,9 @@ static rtb_result run_source(rtb_ctx *ctx, irq_lat_cfg *cfg, int nload)
 {
     rtb_series s;
     size_t cap = cfg->count < ctx->opt->max_samples ? cfg->count : ctx->opt->max_samples;
-    if (rtb_series_init(&s, cfg->source == IRQ_TIMER ? "timer_latency" : "raised_latency", cap) !=
-        RTB_OK) {
+    if (rtb_series_init_streamed(&s, ctx,
+                                 cfg->source == IRQ_TIMER ? "timer_latency" : "raised_latency",
+                                 cap) != RTB_OK) {
         rtb_emit_check_error(ctx, "buffer", "no memory for %llu samples", (unsigned long long)cap);
         return RTB_ERROR;
     }
