@@ -3,7 +3,11 @@
  * a message and sends it to B (p+1); B stamps on receipt (one way = B's
  * stamp - the stamp in the message) and echoes the message back; A stamps
  * on receipt (round trip). Both directions carry the full message size, a
- * sweep. Same CPU by default, so a send switches straight to B. */
+ * sweep. Same CPU by default, so a send switches straight to B.
+ * The stamps are kept a block of rounds at a time (rtb_stamp_block: all of
+ * them on POSIX, 128 on a board): A turns a block into samples at the top
+ * of its next round, before its stamp, when B has echoed the block's last
+ * message and waits for the next one, as at the start. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,15 +29,32 @@ typedef struct lat {
     rtb_ctx *ctx;
     rtb_queue ab, ba;
     size_t size, n; /* n includes the warm-up rounds */
-    size_t done;
+    size_t blk, done, taken; /* rounds in a block of stamps, completed, turned into samples */
     char *a_out, *a_in, *b_buf; /* size bytes each: mq_receive needs mq_msgsize */
-    rtb_stamp *one, *round; /* in ticks, converted after the run */
+    rtb_stamp *one, *round; /* in ticks, converted between blocks; round i at i % blk */
+    rtb_series *s_one, *s_rt;
 } lat;
+
+/* Rounds taken..done into samples (the warm-up's are none), between rounds. */
+static void take_block(lat *x)
+{
+    for (size_t i = x->taken; i < x->done; i++) {
+        if (i < WARMUP)
+            continue;
+        rtb_series_push(x->s_one, rtb_stamp_ns(x->one[i % x->blk]));
+        rtb_series_push(x->s_rt, rtb_stamp_ns(x->round[i % x->blk]));
+        rtb_series_drain(x->s_one); /* between rounds: nothing is measured */
+        rtb_series_drain(x->s_rt);
+    }
+    x->taken = x->done;
+}
 
 static void pinger(void *arg)
 {
     lat *x = arg;
     for (uint64_t i = 0; i < x->n && !atomic_load(&x->ctx->stop); i++) {
+        if (i % x->blk == 0 && i > 0) /* B echoed the block's last round and waits */
+            take_block(x);
         rtb_stamp t0 = rtb_stamp_now();
         memcpy(x->a_out, &i, sizeof i);
         memcpy(x->a_out + 8, &t0, sizeof t0);
@@ -43,7 +64,7 @@ static void pinger(void *arg)
         rtb_stamp t2 = rtb_stamp_now();
         if (len != (int)x->size)
             break;
-        x->round[i] = t2 - t0;
+        x->round[i % x->blk] = t2 - t0;
         x->done = i + 1;
     }
     uint64_t stop = STOP;
@@ -64,7 +85,7 @@ static void echo(void *arg)
         if (i >= x->n)
             break;
         memcpy(&t0, x->b_buf + 8, sizeof t0);
-        x->one[i] = t1 - t0;
+        x->one[i % x->blk] = t1 - t0;
         if (rtb_queue_send(&x->ba, x->b_buf, x->size, x->ctx->deadline) != RTB_OK)
             break;
     }
@@ -72,12 +93,13 @@ static void echo(void *arg)
 
 static rtb_result point(rtb_ctx *ctx, size_t size, size_t n, rtb_series *one, rtb_series *rt)
 {
-    lat x = {.ctx = ctx, .size = size, .n = n + WARMUP};
+    lat x = {.ctx = ctx, .size = size, .n = n + WARMUP, .s_one = one, .s_rt = rt};
+    x.blk = rtb_stamp_block(x.n);
     x.a_out = rtb_mem_calloc(1, size);
     x.a_in = rtb_mem_calloc(1, size);
     x.b_buf = rtb_mem_calloc(1, size);
-    x.one = rtb_mem_calloc(x.n, sizeof *x.one);
-    x.round = rtb_mem_calloc(x.n, sizeof *x.round);
+    x.one = rtb_mem_calloc(x.blk, sizeof *x.one);
+    x.round = rtb_mem_calloc(x.blk, sizeof *x.round);
     rtb_result r = RTB_ERROR;
     int qa = RTB_ENOMEM, qb = RTB_ENOMEM;
     if (!x.a_out || !x.a_in || !x.b_buf || !x.one || !x.round) {
@@ -85,8 +107,8 @@ static rtb_result point(rtb_ctx *ctx, size_t size, size_t n, rtb_series *one, rt
         goto out;
     }
     /* Fault them in now: the echo's store of one[i] lies inside a round trip. */
-    memset(x.one, 0, x.n * sizeof *x.one);
-    memset(x.round, 0, x.n * sizeof *x.round);
+    memset(x.one, 0, x.blk * sizeof *x.one);
+    memset(x.round, 0, x.blk * sizeof *x.round);
     qa = rtb_queue_create(&x.ab, size, 1);
     qb = rtb_queue_create(&x.ba, size, 1);
     if (qa != RTB_OK || qb != RTB_OK) {
@@ -110,12 +132,7 @@ static rtb_result point(rtb_ctx *ctx, size_t size, size_t n, rtb_series *one, rt
         rtb_queue_send(&x.ab, x.a_out, size, ctx->deadline);
     }
     int rc = rtb_join_all(ctx, th, nt);
-    for (size_t i = WARMUP; i < x.done; i++) {
-        rtb_series_push(one, rtb_stamp_ns(x.one[i]));
-        rtb_series_push(rt, rtb_stamp_ns(x.round[i]));
-        rtb_series_drain(one); /* after the exchange: nothing is measured */
-        rtb_series_drain(rt);
-    }
+    take_block(&x); /* the last one, after the exchange */
     if (nt < 2 || rc != RTB_OK || x.done < x.n)
         rtb_emit_check_error(ctx, "exchange", "size %llu: %llu of %llu round trips completed",
                              (unsigned long long)size, (unsigned long long)x.done,

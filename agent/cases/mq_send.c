@@ -3,7 +3,11 @@
  * waiting: the call alone. (2) A higher-priority receiver pends on the
  * queue: from the send until the receiver runs with the message (the
  * switch included). (3) The queue is full and the deadline is 0: the error
- * path, which must say RTB_EAGAIN. */
+ * path, which must say RTB_EAGAIN.
+ * (2) keeps its stamps a block of sends at a time (rtb_stamp_block: all of
+ * them on POSIX, 128 on a board): the sender turns a block into samples
+ * before its next stamp, when the receiver has taken the block's last
+ * message and pends again, as at the start. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,8 +52,38 @@ typedef struct pend {
     rtb_ctx *ctx;
     rtb_queue *q;
     size_t n, sent;
-    rtb_stamp *t_send, *t_recv;
+    size_t blk, taken;       /* sends in a block of stamps, turned into samples */
+    size_t late;             /* the receiver was not pending (or ran late) */
+    bool last_pending;       /* a done block's last send awaits the next one's first stamp */
+    bool last_late;
+    rtb_stamp last_recv;
+    rtb_series *out;
+    rtb_stamp *t_send, *t_recv; /* send i at i % blk */
 } pend;
+
+/* Sends taken..sent into samples, between sends. The receiver pends before
+ * each send only if it ran before the sender's next stamp: the last send
+ * of a block that is not the last one waits for the next block's first. */
+static void take_block(pend *x, bool final)
+{
+    if (x->last_pending)
+        x->late += x->last_late || (x->sent > x->taken && x->last_recv > x->t_send[0]);
+    x->last_pending = false;
+    for (size_t i = x->taken; i < x->sent; i++) {
+        size_t k = i % x->blk;
+        rtb_series_push(x->out, rtb_stamp_ns(x->t_recv[k] - x->t_send[k]));
+        rtb_series_drain(x->out); /* between sends: nothing is measured */
+        bool early = x->t_recv[k] < x->t_send[k];
+        if (!final && i + 1 == x->sent) {
+            x->last_pending = true;
+            x->last_late = early;
+            x->last_recv = x->t_recv[k];
+        } else {
+            x->late += early || (i + 1 < x->sent && x->t_recv[k] > x->t_send[k + 1]);
+        }
+    }
+    x->taken = x->sent;
+}
 
 static void receiver(void *arg)
 {
@@ -63,7 +97,7 @@ static void receiver(void *arg)
             memcpy(&i, buf, sizeof i);
         if (i >= x->n)
             break;
-        x->t_recv[i] = t;
+        x->t_recv[i % x->blk] = t;
     }
 }
 
@@ -72,8 +106,10 @@ static void sender(void *arg)
     pend *x = arg;
     char msg[MSG] = {0};
     for (uint64_t i = 0; i < x->n && !atomic_load(&x->ctx->stop); i++) {
+        if (i % x->blk == 0 && i > 0) /* the receiver has the block's last and pends */
+            take_block(x, false);
         memcpy(msg, &i, sizeof i);
-        x->t_send[i] = rtb_stamp_now();
+        x->t_send[i % x->blk] = rtb_stamp_now();
         if (rtb_queue_send(x->q, msg, sizeof msg, x->ctx->deadline) != RTB_OK)
             break;
         x->sent = i + 1;
@@ -85,14 +121,15 @@ static void sender(void *arg)
 
 static int pending(rtb_ctx *ctx, rtb_queue *q, size_t n, rtb_series *s)
 {
-    pend x = {.ctx = ctx, .q = q, .n = n};
-    x.t_send = rtb_mem_calloc(n, sizeof *x.t_send);
-    x.t_recv = rtb_mem_calloc(n, sizeof *x.t_recv);
+    pend x = {.ctx = ctx, .q = q, .n = n, .out = s};
+    x.blk = rtb_stamp_block(n);
+    x.t_send = rtb_mem_calloc(x.blk, sizeof *x.t_send);
+    x.t_recv = rtb_mem_calloc(x.blk, sizeof *x.t_recv);
     int rc = RTB_ENOMEM;
     if (x.t_send && x.t_recv) {
         /* Fault them in now: the sender stores its stamp inside the sample. */
-        memset(x.t_send, 0, n * sizeof *x.t_send);
-        memset(x.t_recv, 0, n * sizeof *x.t_recv);
+        memset(x.t_send, 0, x.blk * sizeof *x.t_send);
+        memset(x.t_recv, 0, x.blk * sizeof *x.t_recv);
         rtb_thread th[2];
         rtb_thread_attr ar = rtb_attr(ctx, "mq-recv", 1), as = rtb_attr(ctx, "mq-send", 0);
         rtb_thread_self_set(RTB_PRIO_MAX - 1, ctx->opt->cpu);
@@ -110,15 +147,9 @@ static int pending(rtb_ctx *ctx, rtb_queue *q, size_t n, rtb_series *s)
         rc = rtb_join_all(ctx, th, nt);
         if (nt < 2)
             rc = RTB_EFAIL;
-        /* The receiver pends before each send only if it ran before the
-         * sender's next stamp; without real-time priority it may not. */
-        size_t late = 0;
-        for (size_t i = 0; i < x.sent; i++) {
-            rtb_series_push(s, rtb_stamp_ns(x.t_recv[i] - x.t_send[i]));
-            rtb_series_drain(s); /* after the exchange: nothing is measured */
-            if (x.t_recv[i] < x.t_send[i] || (i + 1 < x.sent && x.t_recv[i] > x.t_send[i + 1]))
-                late++;
-        }
+        /* Without real-time priority the receiver may not pend. */
+        take_block(&x, true); /* the last one, after the exchange */
+        size_t late = x.late;
         if (late)
             rtb_warn(ctx, "not_pending",
                      "in %llu of %llu sends the receiver was not waiting (or ran late)",

@@ -3,7 +3,11 @@
  * a PI mutex and wakes medium (p+1), which wakes high (p+2); high asks for
  * the mutex. Acquisition = high's lock request until the low owner runs
  * (it inherited high's priority, so it runs before medium); release = the
- * owner's unlock until high runs with the mutex. All on one CPU. */
+ * owner's unlock until high runs with the mutex. All on one CPU.
+ * The stamps are kept a block of iterations at a time (rtb_stamp_block: all
+ * of them on POSIX, 128 on a board): low turns a block into samples at the
+ * top of its next iteration, before it takes the mutex, when high and
+ * medium (above it) wait for their next wake-up, as at the start. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,25 +22,57 @@ typedef struct arc {
     rtb_ctx *ctx;
     rtb_mutex m;
     rtb_sem go_med, go_high;
-    size_t n;
-    atomic_size_t cur;   /* the iteration low is in: set before it wakes the others */
+    size_t n, blk;       /* iterations, in a block of stamps */
+    atomic_size_t cur;   /* the iteration low is in, in its block: set before it wakes the others */
     atomic_bool done;
-    size_t completed;
+    size_t completed, taken; /* iterations low completed, turned into samples */
+    size_t medium_first, skipped;
+    rtb_series *acq, *rel;
     rtb_stamp *t_req, *t_got; /* high: lock request, has the mutex */
     rtb_stamp *t_own, *t_unl; /* low: runs again as owner, unlocks */
     rtb_stamp *t_med;         /* medium: back on the CPU */
 } arc;
 
+/* An iteration measures an inversion only if high asked before the owner
+ * ran again: those are timed (docs/cases.md), whether or not the owner then
+ * ran before medium got the CPU back; one where medium ran first is a
+ * failed inheritance, timed as it happened, and fails the check. Without
+ * real-time priority neither is certain. The block's stamps are cleared
+ * for the next one (an unset stamp is an iteration not set up). */
+static void take_block(arc *x)
+{
+    size_t m = x->completed - x->taken;
+    for (size_t i = 0; i < m; i++) {
+        if (!x->t_req[i] || !x->t_got[i] || x->t_req[i] > x->t_own[i]) {
+            x->skipped++;
+            continue;
+        }
+        rtb_series_push(x->acq, rtb_stamp_ns(x->t_own[i] - x->t_req[i]));
+        rtb_series_push(x->rel, rtb_stamp_ns(x->t_got[i] - x->t_unl[i]));
+        rtb_series_drain(x->acq); /* between iterations: nothing is measured */
+        rtb_series_drain(x->rel);
+        if (x->t_got[i] > x->t_med[i])
+            x->medium_first++;
+    }
+    rtb_stamp **bufs[] = {&x->t_req, &x->t_got, &x->t_own, &x->t_unl, &x->t_med};
+    for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++)
+        memset(*bufs[b], 0, x->blk * sizeof(rtb_stamp));
+    x->taken = x->completed;
+}
+
 static void low_fn(void *arg)
 {
     arc *x = arg;
     for (size_t i = 0; i < x->n && !atomic_load(&x->ctx->stop); i++) {
+        size_t k = i % x->blk;
+        if (k == 0 && i > 0) /* high and medium wait for their next wake-up */
+            take_block(x);
         if (rtb_mutex_lock(&x->m) != RTB_OK)
             break;
-        atomic_store(&x->cur, i);
+        atomic_store(&x->cur, k);
         rtb_sem_give(&x->go_med); /* medium, then high, run from here */
-        x->t_own[i] = rtb_stamp_now();
-        x->t_unl[i] = rtb_stamp_now();
+        x->t_own[k] = rtb_stamp_now();
+        x->t_unl[k] = rtb_stamp_now();
         rtb_mutex_unlock(&x->m);
         x->completed = i + 1;
     }
@@ -70,7 +106,7 @@ static void high_fn(void *arg)
     atomic_store(&x->done, true);
 }
 
-static rtb_result measure(rtb_ctx *ctx, arc *x, rtb_series *acq, rtb_series *rel)
+static rtb_result measure(rtb_ctx *ctx, arc *x)
 {
     if (rtb_mutex_create(&x->m, RTB_MUTEX_PI) != RTB_OK) {
         rtb_emit_check_error(ctx, "mutex", "cannot create a priority-inheritance mutex");
@@ -105,24 +141,8 @@ static rtb_result measure(rtb_ctx *ctx, arc *x, rtb_series *acq, rtb_series *rel
                              n);
         return RTB_ERROR;
     }
-    /* An iteration measures an inversion only if high asked before the
-     * owner ran again: those are timed (docs/cases.md), whether or not the
-     * owner then ran before medium got the CPU back; one where medium ran
-     * first is a failed inheritance, timed as it happened, and fails the
-     * check. Without real-time priority neither is certain. */
-    size_t medium_first = 0, skipped = 0;
-    for (size_t i = 0; i < x->completed; i++) {
-        if (!x->t_req[i] || !x->t_got[i] || x->t_req[i] > x->t_own[i]) {
-            skipped++;
-            continue;
-        }
-        rtb_series_push(acq, rtb_stamp_ns(x->t_own[i] - x->t_req[i]));
-        rtb_series_push(rel, rtb_stamp_ns(x->t_got[i] - x->t_unl[i]));
-        rtb_series_drain(acq); /* the threads are joined: nothing is measured */
-        rtb_series_drain(rel);
-        if (x->t_got[i] > x->t_med[i])
-            medium_first++;
-    }
+    take_block(x); /* the last one, after the threads */
+    size_t medium_first = x->medium_first, skipped = x->skipped;
     /* Named after the kernel's protocol: a ceiling is never reported as
      * inheritance (uC/OS-II). */
     const char *check = ctx->port->mutex_protocol[0] ? "ceiling" : "inheritance";
@@ -148,15 +168,18 @@ static rtb_result measure(rtb_ctx *ctx, arc *x, rtb_series *acq, rtb_series *rel
 static rtb_result run(rtb_ctx *ctx)
 {
     arc x = {.ctx = ctx, .n = (size_t)rtb_param(ctx, "iterations")};
+    x.blk = rtb_stamp_block(x.n);
     rtb_stamp **bufs[] = {&x.t_req, &x.t_got, &x.t_own, &x.t_unl, &x.t_med};
     bool mem = true;
     for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++) {
-        mem = (*bufs[b] = rtb_mem_calloc(x.n, sizeof(rtb_time))) != NULL && mem;
+        mem = (*bufs[b] = rtb_mem_calloc(x.blk, sizeof(rtb_stamp))) != NULL && mem;
         if (*bufs[b]) /* fault it in now: stamps are stored inside the samples */
-            memset(*bufs[b], 0, x.n * sizeof(rtb_time));
+            memset(*bufs[b], 0, x.blk * sizeof(rtb_stamp));
     }
     size_t cap = x.n < ctx->opt->max_samples ? x.n : ctx->opt->max_samples;
     rtb_series acq, rel;
+    x.acq = &acq;
+    x.rel = &rel;
     mem = rtb_series_init_streamed(&acq, ctx, "acquire", cap) == RTB_OK && mem;
     mem = rtb_series_init_streamed(&rel, ctx, "release", cap) == RTB_OK && mem;
     rtb_result r;
@@ -165,7 +188,7 @@ static rtb_result run(rtb_ctx *ctx)
                              (unsigned long long)x.n);
         r = RTB_ERROR;
     } else {
-        r = measure(ctx, &x, &acq, &rel);
+        r = measure(ctx, &x);
         rtb_emit_series(ctx, &acq);
         rtb_emit_series(ctx, &rel);
     }

@@ -3,7 +3,12 @@
  * `available`: the take finds the unit and returns. `unavailable`: thread
  * H stamps and takes at 0; it blocks and the next thread on the CPU, L
  * (lower), resumes and stamps: the sample spans the take's way into the
- * kernel, the block and the switch out. L then gives, H wakes and repeats. */
+ * kernel, the block and the switch out. L then gives, H wakes and repeats.
+ * `unavailable` keeps its stamps a block of rounds at a time
+ * (rtb_stamp_block: all of them on POSIX, 128 on a board): H turns a block
+ * into samples at the top of its next round, before its stamp, while L
+ * (lower, it has stamped the block's last round) waits to run, as at the
+ * start. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,17 +23,40 @@ typedef struct tk {
     rtb_ctx *ctx;
     rtb_sem s;
     int64_t n; /* rounds, the first one (thread start-up) not a sample */
-    rtb_stamp *th, *tl;
+    int64_t blk, taken; /* rounds in a block of stamps; turned into samples */
+    int64_t negative;   /* rounds with L ahead of H: no sample */
+    rtb_series *out;
+    rtb_stamp *th, *tl; /* round i at i % blk */
     atomic_llong h_round;  /* rounds H has stamped */
     atomic_llong l_round;
     atomic_bool quit;      /* set-up failed: H must leave after its take */
 } tk;
 
+/* Rounds taken..upto (L stamped them) into samples, between rounds. */
+static void take_block(tk *x, int64_t upto)
+{
+    for (int64_t i = x->taken; i < upto; i++) {
+        int64_t k = i % x->blk;
+        if (i == 0) /* thread start-up */
+            continue;
+        if (x->tl[k] < x->th[k]) { /* L stamped before H blocked: not a sample */
+            x->negative++;
+        } else {
+            rtb_series_push(x->out, rtb_stamp_ns(x->tl[k] - x->th[k]));
+            rtb_series_drain(x->out); /* between rounds: nothing is measured */
+        }
+    }
+    if (upto > x->taken)
+        x->taken = upto;
+}
+
 static void thread_h(void *arg)
 {
     tk *x = arg;
     for (int64_t i = 0; i < x->n; i++) {
-        x->th[i] = rtb_stamp_now();
+        if (i % x->blk == 0 && i > 0) /* L gave for the block's last round */
+            take_block(x, i);
+        x->th[i % x->blk] = rtb_stamp_now();
         atomic_store_explicit(&x->h_round, i + 1, memory_order_relaxed);
         if (rtb_sem_take(&x->s, x->ctx->deadline) != RTB_OK || atomic_load(&x->quit))
             break;
@@ -45,7 +73,7 @@ static void thread_l(void *arg)
         while (atomic_load_explicit(&x->h_round, memory_order_relaxed) <= i &&
                rtb_clock_now() < x->ctx->deadline)
             rtb_thread_yield();
-        x->tl[i] = rtb_stamp_now();
+        x->tl[i % x->blk] = rtb_stamp_now();
         atomic_store_explicit(&x->l_round, i + 1, memory_order_relaxed);
         rtb_sem_give(&x->s);
     }
@@ -53,9 +81,10 @@ static void thread_l(void *arg)
 
 static rtb_result unavailable(rtb_ctx *ctx, int64_t iterations, rtb_series *out)
 {
-    tk x = {.ctx = ctx, .n = iterations + 1};
-    x.th = rtb_mem_calloc((size_t)x.n, sizeof *x.th);
-    x.tl = rtb_mem_calloc((size_t)x.n, sizeof *x.tl);
+    tk x = {.ctx = ctx, .n = iterations + 1, .out = out};
+    x.blk = (int64_t)rtb_stamp_block((size_t)x.n);
+    x.th = rtb_mem_calloc((size_t)x.blk, sizeof *x.th);
+    x.tl = rtb_mem_calloc((size_t)x.blk, sizeof *x.tl);
     rtb_result r = RTB_PASSED;
     if (!x.th || !x.tl || rtb_sem_create(&x.s, 0) != RTB_OK) {
         rtb_mem_free(x.th);
@@ -65,8 +94,8 @@ static rtb_result unavailable(rtb_ctx *ctx, int64_t iterations, rtb_series *out)
         return RTB_ERROR;
     }
     /* Fault them in now: H stores its stamp inside the sample. */
-    memset(x.th, 0, (size_t)x.n * sizeof *x.th);
-    memset(x.tl, 0, (size_t)x.n * sizeof *x.tl);
+    memset(x.th, 0, (size_t)x.blk * sizeof *x.th);
+    memset(x.tl, 0, (size_t)x.blk * sizeof *x.tl);
     rtb_thread th[2];
     /* At --priority 97, H would be clamped to L's level: shift both down. */
     int low = ctx->opt->priority > RTB_PRIO_MAX - 3 ? -1 : 0;
@@ -86,15 +115,9 @@ static rtb_result unavailable(rtb_ctx *ctx, int64_t iterations, rtb_series *out)
     }
     if (rtb_join_all(ctx, th, made) != RTB_OK)
         r = RTB_ERROR;
-    int64_t done = atomic_load(&x.l_round), negative = 0;
-    for (int64_t i = 1; i < done; i++) {
-        if (x.tl[i] < x.th[i]) { /* L stamped before H blocked: not a sample */
-            negative++;
-        } else {
-            rtb_series_push(out, rtb_stamp_ns(x.tl[i] - x.th[i]));
-            rtb_series_drain(out); /* after the rounds: nothing is measured */
-        }
-    }
+    int64_t done = atomic_load(&x.l_round);
+    take_block(&x, done); /* the rest, after the threads */
+    int64_t negative = x.negative;
     if (r == RTB_PASSED && (done < x.n || negative))
         rtb_warn(ctx, "incomplete", "unavailable: %lld of %lld rounds completed, %lld with L "
                  "ahead of H (no sample)", (long long)done - 1, (long long)iterations,

@@ -3,9 +3,9 @@ holds 128 samples, 1 KiB, on mps2-an385) reach the host as exactly the
 series a run that sends them in fewer, larger pieces gives. The test
 firmware's `--inject series_buffer=N` clears a buffer of the whole series
 (as a held series does) and sends every N samples; SEM-SHF and MUT-ARC make
-their samples from arrays of stamps after their threads are joined (SEM-SHF
-at 128 samples: one block of stamps, rtb_stamp_block; a longer run turns
-each block into samples between blocks, where N would move the stamps), so
+their samples from arrays of stamps after their threads are joined (at 128
+samples: one block of stamps, rtb_stamp_block; a longer run turns each
+block into samples between blocks, where N would move the stamps), so
 under -icount two runs that differ only in N measure the same stamps, and
 only the records differ. N is 999 or 064: the same command-line length and
 the same branches in the firmware, since -icount counts every instruction
@@ -69,7 +69,10 @@ def chunks(n: int, buffer: int) -> list[int]:
 
 @pytest.mark.parametrize(
     ("case", "extra", "least"),
-    [("SEM-SHF:duration_ms=100", ("--max-samples", "128"), 128), ("MUT-ARC", (), 1000)],
+    [
+        ("SEM-SHF:duration_ms=100", ("--max-samples", "128"), 128),
+        ("MUT-ARC:iterations=128", (), 128),
+    ],
 )
 def test_chunks_streamed_between_windows_reassemble_the_same_series(
     case: str, extra: tuple[str, ...], least: int
