@@ -174,9 +174,9 @@ class CpuListing:
     ) -> None:
         count = config.getoption("durations", None)
         lines = self.lines()
-        if not count or not lines:
+        if count is None or not lines:
             return
-        top = lines[:count]
+        top = lines[:count] if count > 0 else lines  # --durations=0: all, as pytest's own
         total = sum(cpu for cpu, _, _ in lines)
         terminalreporter.write_sep(
             "=", f"most CPU: {len(top)} tests and wider fixtures ({total:.0f} CPU s in all)"

@@ -85,3 +85,17 @@ def test_fixture_children_are_listed_as_the_fixture(
     # setup, the last not with the guest reaped in its teardown.
     for name in ("test_first", "test_last", "test_alone"):
         assert cpu[f"test_guest.py::{name}"] < BURN_S / 2, cpu
+
+
+def test_durations_0_lists_every_test_and_fixture(pytester: pytest.Pytester) -> None:
+    # The per-file CPU of a whole run (issue 18's profile) needs every line;
+    # --durations=0 listed none.
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_guest=TESTS_MODULE)
+    result = pytester.runpytest_inprocess(
+        "-p", "no:labgrid", "-p", "no:cacheprovider", "--durations=0"
+    )
+    result.assert_outcomes(passed=3)
+    names = {m.group(2) for line in result.outlines if (m := LINE.match(line))}
+    assert {f"test_guest.py::{t}" for t in ("test_first", "test_last", "test_alone")} <= names
+    assert {"fixture guest (module) test_guest.py", "fixture build (session) session"} <= names
