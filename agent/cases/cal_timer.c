@@ -44,10 +44,13 @@ static size_t read_deltas(rtb_ctx *ctx, rtb_series *s, rtb_time *buf, size_t blk
             if (d < 0)
                 backwards++;
             rtb_series_push(s, cycles ? rtb_cycles_to_ns(ctx->timing, (uint64_t)d) : d);
+            /* Between blocks, nothing is read: a full buffer goes out at
+             * once, whatever the block's size against the buffer's (once a
+             * block, 126 of a board's second block of 127 were dropped). */
+            rtb_series_drain(s);
         }
         last = buf[m - 1];
         left -= m - 1;
-        rtb_series_drain(s); /* between blocks: nothing is read */
     }
     return backwards;
 }

@@ -502,6 +502,11 @@ static bool emit_one(rtb_ctx *ctx, const dur *d, const int *owner, const fit *sr
         return false;
     }
     rtb_series_set_kind(&s, kind);
+    /* The period is measured, so it differs from run to run: the rank
+     * (most frequent first) identifies the source, the period is shown.
+     * Set before the first push: a chunk sent early carries it too. */
+    if (which == S_RECURRING)
+        rtb_series_set_point(&s, "rank", k);
     if (which == S_PERIOD) {
         if (d->nsrc) /* empty when no tick was found */
             rtb_series_push(&s, llround(src[0].period));
@@ -515,9 +520,6 @@ static bool emit_one(rtb_ctx *ctx, const dur *d, const int *owner, const fit *sr
         }
     }
     if (which == S_RECURRING) {
-        /* The period is measured, so it differs from run to run: the rank
-         * (most frequent first) identifies the source, the period is shown. */
-        rtb_series_set_point(&s, "rank", k);
         rtb_tags period = {.attr_key = "period_ns", .attr_value = llround(src[k].period)};
         rtb_emit_series_tagged(ctx, &s, &period);
     } else {

@@ -42,7 +42,8 @@ static void usage(FILE *f, const rtb_cli_port *port)
             "                     clock_back, clock_skew, sem_fifo, new_prio, op_delay,\n"
             "                     mutex_nopi, event_delay, line_delay, line_mute,\n"
             "                     stim_skew, sched_nolock, stall, wake_delay,\n"
-            "                     hw_stall)\n"
+            "                     hw_stall, thread_stack, series_buffer,\n"
+            "                     stamp_block)\n"
 #endif
             ,
             (unsigned long)RTB_MAX_SAMPLES_DEFAULT);

@@ -210,12 +210,10 @@ static inline void rtb_series_drain(rtb_series *s)
         rtb_series_flush(s);
 }
 /* How many of `rounds` a case stamps before it turns the stamps into
- * samples (RTB_STAMP_BLOCK, rtb/config.h): size stamp arrays by it and
- * run the rounds block by block, draining the series between blocks. */
-static inline size_t rtb_stamp_block(size_t rounds)
-{
-    return RTB_STAMP_BLOCK && rounds > RTB_STAMP_BLOCK ? (size_t)RTB_STAMP_BLOCK : rounds;
-}
+ * samples (RTB_STAMP_BLOCK, rtb/config.h; the test build's
+ * `--inject stamp_block=N` sets it on any port): size stamp arrays by it
+ * and run the rounds block by block, draining the series between blocks. */
+size_t rtb_stamp_block(size_t rounds);
 /* Cheap enough for measured sections: no syscall, no allocation. */
 static inline void rtb_series_push(rtb_series *s, int64_t v)
 {
@@ -511,6 +509,7 @@ typedef enum {
     RTB_INJ_HW_STALL,      /* NOISE-HW: busy-wait NS mid-way through every interrupts-off window */
     RTB_INJ_THREAD_STACK,  /* an RTOS port: case threads get a stack of N bytes (overflow check) */
     RTB_INJ_SERIES_BUFFER, /* a streamed series buffers N samples (its records' reassembly) */
+    RTB_INJ_STAMP_BLOCK,   /* cases stamp N rounds a block (rtb_stamp_block), as on a board */
     RTB_INJ_COUNT
 } rtb_inject_site;
 
