@@ -216,7 +216,9 @@ def test_jit_per_counts_add_up(test_agent: Path, run_agent: Runner) -> None:
     lat, iv, dev = series(c, "latency"), series(c, "interval"), series(c, "deviation")
     # Raw samples stop at the cap; the histograms keep counting.
     assert (lat.n, iv.n, dev.n) == (released, released - 1, released - 1)
-    assert len(samples(c, "latency")) == cap and lat.dropped == released - cap
+    # (a loaded machine's overruns may leave fewer releases than the cap)
+    kept = min(cap, released)
+    assert len(samples(c, "latency")) == kept and lat.dropped == released - kept
     assert lat.min is not None and lat.min >= 0
     # POSIX timers end at any instant: the latency's reference is the plan.
     assert lat.attrs == {"release_grain_ns": 0} and iv.attrs == {}

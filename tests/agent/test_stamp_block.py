@@ -43,16 +43,20 @@ TIMED = [
 ]
 
 
-def whole(run: Any, case: str) -> list[Any]:
+def whole(run: Any, case: str) -> Any:
+    """The case's result, each of its series checked whole. Without
+    real-time priority MUT-ARC and CLK-DUR are skipped with their figures
+    kept (docs/outcomes.md): those series are checked all the same."""
     c = run.cases[0]
-    assert c.case == case.split(":")[0] and c.outcome in ("passed", "failed"), (c.outcome, c.reason)
+    assert c.case == case.split(":")[0], c.case
+    assert c.outcome in ("passed", "failed", "skipped"), (c.outcome, c.reason)
     for s in c.series:
         kept = 0 if s.samples is None else len(s.samples)
         assert (kept, s.holes, s.dropped) == (s.n, 0, 0), (case, s.label, kept, s.holes, s.dropped)
         if kept:
             assert s.samples is not None
             assert (int(s.samples.sum()), s.samples.min(), s.samples.max()) == (s.sum, s.min, s.max)
-    return list(c.series)
+    return c
 
 
 @pytest.mark.parametrize("block", [7, 40])
@@ -66,8 +70,10 @@ def test_stamps_in_blocks_give_the_whole_series(
     )
     assert held.code == 0 and blocked.code == 0, (held.stderr, blocked.stderr)
     assert not blocked.parsed.issues, blocked.parsed.issues[:3]
-    want = [(s.name, s.point) for s in whole(held.run, case)]
-    got = whole(blocked.run, case)
-    assert [(s.name, s.point) for s in got] == want or case.startswith("CLK-DUR"), (want, got)
-    if case in COUNTED:
-        assert {s.n for s in got} == {COUNTED[case]}, [(s.label, s.n) for s in got]
+    want, got = whole(held.run, case), whole(blocked.run, case)
+    keys = [(s.name, s.point) for s in got.series]
+    assert keys == [(s.name, s.point) for s in want.series] or case.startswith("CLK-DUR"), keys
+    # Every round a sample where the case could set every round up (a
+    # skipped MUT-ARC, without real-time priority, says how many it could not).
+    if case in COUNTED and want.outcome == got.outcome == "passed":
+        assert {s.n for s in got.series} == {COUNTED[case]}, [(s.label, s.n) for s in got.series]
