@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from rtbench.model import Run
-from rtbench.store import Store
+from rtbench.store import Store, StoreError
 from rtbench.store import spill as spill_module
 from rtbench.store.spill import SpilledSamples
 from rtbench.stream import StreamWriter, assemble_lines, encode_zzd, parse_lines
@@ -106,6 +106,7 @@ def streamed(lines: list[str]) -> Run:
 def tiny(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(assemble_module, "_BATCH_SAMPLES", 3000)
     monkeypatch.setattr(spill_module, "PENDING_SAMPLES", 5000)
+    monkeypatch.setattr(spill_module, "SHORT_ENDS", 5000)
     monkeypatch.setattr(spill_module, "CHUNK_SAMPLES", 4096)
 
 
@@ -157,3 +158,50 @@ def test_spilled_chunks_are_stored_as_they_are(tiny: None, tmp_path: Path) -> No
     for s, t in zip(run.cases[0].series, loaded.cases[0].series, strict=True):
         assert s.samples is not None and t.samples is not None
         assert np.array_equal(s.samples, t.samples) and s.holes == t.holes
+
+
+def _long_stream(n: int) -> list[str]:
+    w = StreamWriter()
+    w.hello()
+    w.begin("C")
+    for body in _bodies("a", [(i * 7919) % 1000 for i in range(n)], None):
+        w.record("samples", body)
+    w.end("C")
+    w.bye()
+    return "".join(w.lines).splitlines()
+
+
+@pytest.mark.parametrize("budget", ["", "0", "1"])
+def test_the_budget_decides_what_is_held_and_the_samples_are_the_same(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, budget: str
+) -> None:
+    """RTBENCH_INGEST_MIB: a run under the budget is held (no chunk encoded
+    twice), one over it (0 MiB: every whole chunk at once) is spilled; the
+    store gets the same chunks and samples either way."""
+    monkeypatch.setattr(assemble_module, "_BATCH_SAMPLES", 3000)
+    monkeypatch.setattr(spill_module, "CHUNK_SAMPLES", 4096)
+    monkeypatch.setenv("RTBENCH_INGEST_MIB", budget)
+    monkeypatch.setattr(spill_module, "PENDING_SAMPLES", 20_000)  # the default, in samples
+    lines = _long_stream(30_000)
+    (a,) = streamed(lines).cases[0].series
+    # 1 MiB holds 131,072 samples; the default (20,000 here) and 0 hold fewer.
+    held = budget == "1"
+    assert isinstance(a.chunked, spill_module.HeldSamples) == held, type(a.chunked)
+    assert isinstance(a.chunked, SpilledSamples) != held, type(a.chunked)
+    assert a.chunked is not None and [c.size for c in a.chunked.chunks()] == [4096] * 7 + [1328]
+    want = np.array([(i * 7919) % 1000 for i in range(30_000)], dtype=np.int64)
+    assert a.samples is not None and np.array_equal(a.samples, want)
+    with Store(tmp_path / "runs.sqlite") as store:
+        run_id = store.save(streamed(lines))
+        (t,) = store.load(run_id).cases[0].series
+        sql = "SELECT n FROM chunks WHERE run_id = ? ORDER BY seq"
+        counts = [r["n"] for r in store._db.rows(sql, (run_id,))]
+    assert t.samples is not None and np.array_equal(t.samples, want)
+    assert counts == [4096] * 7 + [1328], counts
+
+
+@pytest.mark.parametrize("bad", ["lots", "-1", "1.5"])
+def test_a_budget_that_is_not_a_size_is_said(monkeypatch: pytest.MonkeyPatch, bad: str) -> None:
+    monkeypatch.setenv("RTBENCH_INGEST_MIB", bad)
+    with pytest.raises(StoreError, match=r"RTBENCH_INGEST_MIB=.*whole number of MiB"):
+        streamed(_long_stream(10))

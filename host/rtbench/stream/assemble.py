@@ -33,6 +33,7 @@ from rtbench.kinds import fallback_unit
 from rtbench.model import (
     CaseResult,
     Check,
+    ChunkedSamples,
     Histogram,
     Int64Array,
     Point,
@@ -42,7 +43,7 @@ from rtbench.model import (
     Warning,
     point_key,
 )
-from rtbench.store.spill import Spill, SpilledSamples
+from rtbench.store.spill import Spill
 from rtbench.stream.codec import CodecError, decode_chunks
 from rtbench.stream.parser import IssueKind, Record
 from rtbench.stream.schema import check_record
@@ -149,7 +150,7 @@ class _Samples:
             self.placed.append((c.offset, c.order, c.line, c.count))
             self.end = c.offset + c.count
 
-    def result(self) -> Int64Array | SpilledSamples:
+    def result(self) -> Int64Array | ChunkedSamples:
         self.place_batch()
         if not self.disordered:
             for line, offset, end in self.overlaps:
@@ -160,7 +161,7 @@ class _Samples:
         # Out of order: every decoded chunk again, in the order of offsets
         # (rare: a transport that swapped lines; held whole to re-place).
         done = self.out.result()
-        values = done.array() if isinstance(done, SpilledSamples) else done
+        values = done.array() if isinstance(done, ChunkedSamples) else done
         parts: list[tuple[int, int, int, Int64Array]] = []
         at = 0
         for offset, order, line, count in self.placed:
