@@ -319,8 +319,8 @@ bool rtb_threads_fit(rtb_ctx *ctx, const char *point, int64_t n)
     if (RTB_CASE_THREADS == 0 || n <= RTB_CASE_THREADS)
         return true;
     rtb_emit_check_skip(ctx, "threads",
-                        "%s: needs %lld threads at once; this board holds %d beside the agent's "
-                        "in its 64 KiB of RAM (RTB_CASE_THREADS): the point is not run",
+                        "%s: needs %lld threads at once; " RTB_CASE_THREADS_WHY
+                        " (RTB_CASE_THREADS): the point is not run",
                         point, (long long)n, RTB_CASE_THREADS);
     return false;
 }

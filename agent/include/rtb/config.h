@@ -39,6 +39,11 @@
 #ifndef RTB_CASE_THREADS
 #define RTB_CASE_THREADS 0
 #endif
+/* What limits them, in the port's words: the detail of a skipped point
+ * (the core knows no board; %d: RTB_CASE_THREADS). */
+#ifndef RTB_CASE_THREADS_WHY
+#define RTB_CASE_THREADS_WHY "this port holds %d case threads at once"
+#endif
 
 /* CPUs the agent can address (placement lists, per-CPU tables). */
 #ifndef RTB_MAX_CPUS

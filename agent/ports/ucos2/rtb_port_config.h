@@ -26,6 +26,7 @@
 /* 64 KiB of RAM hold 16 worker threads beside the agent's own (37 KiB of
  * static data, the agent's task and the watchdog) and a case's series. */
 #define RTB_CASE_THREADS 16
+#define RTB_CASE_THREADS_WHY "this board holds %d beside the agent's in its 64 KiB of RAM"
 #define RTB_MAX_CPUS 1
 #define RTB_MAX_SAMPLES_DEFAULT 2000
 #define RTB_MAX_SAMPLES_LIMIT 200000
