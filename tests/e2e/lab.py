@@ -24,7 +24,7 @@ from pathlib import Path
 
 from helpers import die_with_parent, free_port
 
-from rtbench.targets import initramfs, kernels
+from rtbench.targets import initramfs, kernels, pvh
 
 # /init of a lab guest: a root shell on the serial console (its controlling
 # terminal, so that Ctrl-C reaches the foreground job), started again when
@@ -129,7 +129,9 @@ def _start_guest(lab: Lab, place: str, kernel: kernels.Kernel, initrd: Path) -> 
                 "qemu-system-x86_64", "-M", "q35", "-accel", "tcg", "-cpu", "max",
                 "-smp", "1", "-m", "256", "-nodefaults", "-display", "none",
                 "-monitor", "none", "-no-reboot",
-                "-kernel", str(kernel.image), "-initrd", str(initrd),
+                # Its PVH entry, as a QEMU target boots it (targets/pvh.py).
+                "-kernel", str(pvh.elf_image(kernel.image) or kernel.image),
+                "-initrd", str(initrd),
                 # loglevel=1: a starved guest's RCU-stall warnings would
                 # overwrite records on the shared console (a lost `bye`).
                 "-append", "console=ttyS0 quiet loglevel=1 panic=-1 tsc=reliable",
