@@ -283,10 +283,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     lock = exclusive.worker_lock(item.config)
     if lock is None:
         yield
         return
-    with lock.held(_exclusive(item)):
+    alone = _exclusive(item)
+    with lock.held(alone, keep=alone and nextitem is not None and _exclusive(nextitem)):
         yield

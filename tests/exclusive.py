@@ -6,9 +6,10 @@ sibling worker's load, and two tests never share the kernel's global state
 
 One shared/exclusive lock (flock) for the whole run: every test holds it
 shared from its setup to its teardown, an exclusive test holds it
-exclusively. A second lock is the turnstile in front of it, so that a
-worker waiting for the exclusive lock is not starved by the others taking
-the shared one test after test. Without xdist (or with one worker) nothing
+exclusively, and keeps it for the next test when that one is exclusive
+too. A second lock is the turnstile in front of it, so that a worker
+waiting for the exclusive lock is not starved by the others taking the
+shared one test after test. Without xdist (or with one worker) nothing
 is locked: the tests run one at a time anyway.
 
 Exclusive, besides the tests marked so: every `realtime` test (SCHED_FIFO
@@ -37,18 +38,31 @@ class RunLock:
     def __init__(self, folder: Path) -> None:
         self._gate = os.open(folder / "gate", os.O_RDWR | os.O_CREAT, 0o600)
         self._main = os.open(folder / "main", os.O_RDWR | os.O_CREAT, 0o600)
+        self._kept = False  # the exclusive lock still held from the last test
 
     @contextmanager
-    def held(self, exclusive: bool) -> Iterator[None]:
-        fcntl.flock(self._gate, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(self._main, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        finally:
-            fcntl.flock(self._gate, fcntl.LOCK_UN)
+    def held(self, exclusive: bool, keep: bool = False) -> Iterator[None]:
+        """Held for one test; `keep` (an exclusive test followed by another
+        one on this worker) leaves it held for the next test: released
+        between the two, the other worker would start a test that the next
+        one then waits for while this worker idles, once per test."""
+        if self._kept and not exclusive:
+            fcntl.flock(self._main, fcntl.LOCK_UN)
+            self._kept = False
+        if not self._kept:
+            fcntl.flock(self._gate, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(self._main, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            finally:
+                fcntl.flock(self._gate, fcntl.LOCK_UN)
+        self._kept = False
         try:
             yield
         finally:
-            fcntl.flock(self._main, fcntl.LOCK_UN)
+            if exclusive and keep:
+                self._kept = True
+            else:
+                fcntl.flock(self._main, fcntl.LOCK_UN)
 
 
 _lock: RunLock | None = None
