@@ -176,8 +176,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "exclusive: measures time on this machine: runs while no other test runs, also "
-        "under pytest-xdist (tests/exclusive.py)",
+        "exclusive: runs while no other test runs, also under pytest-xdist, for a reason a "
+        "sibling test would break (tests/exclusive.py)",
     )
     config.addinivalue_line(
         "markers",
@@ -221,24 +221,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-# Modules whose every test is exclusive (tests/exclusive.py), besides the
-# `realtime` tests and those marked `exclusive`: they measure on this machine
-# with loads, CPU affinity or tracefs (global kernel state), or compare
-# figures of one run, which a sibling worker's load would move.
+# Modules whose every test is exclusive (tests/exclusive.py says when a test
+# must be), besides the `realtime` tests and those marked `exclusive`: they
+# run loads with real-time priority (starving a sibling for seconds), write
+# tracefs or the CPUs' C-state request (global kernel state), or compare
+# figures that a sibling's SCHED_FIFO agent, pinned to the same first CPU,
+# would move (stress-ng at normal priority never preempts the agent; a
+# sibling's agent does).
 EXCLUSIVE_MODULES = frozenset(
     {
         # The agent's known answers: an injected fault against a threshold,
-        # measured on this machine (and POSIX queues counted in /dev/mqueue).
-        "tests/agent/test_affinity.py",
+        # measured on this machine.
         "tests/agent/test_clk_jit.py",
         "tests/agent/test_compare_fault.py",
-        "tests/agent/test_cstates.py",
         "tests/agent/test_irq.py",
-        "tests/agent/test_jit_dl.py",
         "tests/agent/test_known_answers.py",
         "tests/agent/test_loads.py",
-        "tests/agent/test_mem.py",
-        "tests/agent/test_mut_mq.py",
         "tests/agent/test_noise.py",
         "tests/agent/test_noise_hw.py",
         "tests/agent/test_rsp_io.py",
@@ -251,8 +249,6 @@ EXCLUSIVE_MODULES = frozenset(
         "tests/e2e/test_noise_trace.py",
         "tests/e2e/test_soak.py",
         "tests/e2e/test_trace_mode.py",
-        "tests/e2e/test_target_ssh.py",
-        "tests/e2e/test_not_realtime.py",
     }
 )
 

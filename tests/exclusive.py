@@ -1,19 +1,31 @@
 """Tests in parallel (pytest-xdist, `make test` runs `-n auto`), except the
-ones that measure time on this machine: `@pytest.mark.exclusive` tests run
-while no other test runs, so a ratio measured in one run never sees a
-sibling worker's load, and two tests never share the kernel's global state
-(tracefs, CPU affinity of the agent's loads, SCHED_FIFO budgets).
+exclusive ones: `@pytest.mark.exclusive` tests run while no other test
+runs. While one runs the other worker idles, so a test is exclusive only
+for a reason a sibling test would break, said in a comment beside the mark:
+- global kernel state: tracefs, /dev/cpu_dma_latency, sched_rt_runtime,
+  CPU isolation, /dev/mqueue counted;
+- real-time busy loops (loads, blockers at SCHED_FIFO) that would starve a
+  sibling test for seconds, past its own timeouts;
+- a figure that a sibling's agent would move and stress-ng would not:
+  every agent run as root measures at SCHED_FIFO on the first CPU it may
+  use, so a sibling's agent preempts it there, where stress-ng's normal
+  priority never does.
+"Measures a ratio in one run" is not a reason: the suite passes under
+`stress-ng --cpu 1 --vm 1 --io 1`, a heavier load than a sibling worker.
+Marks go on the tests that need them, not on their modules.
+
+Exclusive, besides the tests marked so: every `realtime` test (its checks
+depend on who preempts whom at SCHED_FIFO, which a sibling's real-time
+agent would change) and the modules listed in EXCLUSIVE_MODULES
+(conftest.py), whose tests have not yet been sorted one by one.
 
 One shared/exclusive lock (flock) for the whole run: every test holds it
 shared from its setup to its teardown, an exclusive test holds it
 exclusively, and keeps it for the next test when that one is exclusive
 too. A second lock is the turnstile in front of it, so that a worker
 waiting for the exclusive lock is not starved by the others taking the
-shared one test after test. Without xdist (or with one worker) nothing
-is locked: the tests run one at a time anyway.
-
-Exclusive, besides the tests marked so: every `realtime` test (SCHED_FIFO
-timing) and the modules listed in EXCLUSIVE_MODULES (conftest.py)."""
+shared one test after test. Without xdist (or with one worker) nothing is
+locked: the tests run one at a time anyway."""
 
 from __future__ import annotations
 

@@ -71,6 +71,7 @@ def _holders() -> set[int]:
 
 
 @pytest.mark.root("writes /dev/cpu_dma_latency")
+@pytest.mark.exclusive  # the machine's C-state request: a sibling's agent would hold it too
 @pytest.mark.skipif(not DEVICE.exists(), reason="this kernel has no /dev/cpu_dma_latency")
 def test_real_device_held_during_the_run_and_restored(agent: Path) -> None:
     before = _device_value()

@@ -171,6 +171,7 @@ def _mqueue_dir() -> Path | None:
     return None
 
 
+@pytest.mark.exclusive  # /dev/mqueue lists every process's queues: a sibling's MQ case too
 def test_queue_cases_leave_no_posix_queue_behind(
     test_agent: Path, run_agent: Runner, no_altstack: None
 ) -> None:

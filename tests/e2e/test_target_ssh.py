@@ -327,6 +327,7 @@ def test_a_non_root_login_runs_with_sudo_and_without(sshd: Sshd, login: str) -> 
     assert not _agents_running(Path(f"/home/{login}/.cache/rtbench"))
 
 
+@pytest.mark.exclusive  # compares the whole tracefs before and after: global kernel state
 @pytest.mark.skipif(not kernel_has_tracefs(), reason="needs a kernel with tracefs")
 def test_trace_is_recorded_on_the_target_and_split_per_case(sshd: Sshd) -> None:
     """--trace over SSH: recorded in a private instance of the target's
