@@ -241,8 +241,6 @@ EXCLUSIVE_MODULES = frozenset(
         "tests/agent/test_noise_hw.py",
         "tests/agent/test_rsp_io.py",
         "tests/agent/test_sem.py",
-        "tests/agent/test_soak.py",
-        "tests/agent/test_stamp.py",
         "tests/agent/test_thr.py",
         "tests/agent/test_tm.py",
         "tests/e2e/test_loads.py",
