@@ -21,9 +21,10 @@ def measure_board(spec: str, args: list[str]) -> tuple[Run, BoardTransport]:
     assert isinstance(target, BoardTarget), spec
     # Built here first: without its RTOS kernel (no network, no mirror
     # named) a skip naming the variable, a fail in CI, not a build error.
-    firmware(target.spec.port.name, target.spec.board.name,
-             "test" if target.settings.flavor == "test" else "release")  # fmt: skip
-    transport = target.transport()
+    # The transport boots that image (not a second walk of the sources).
+    elf = firmware(target.spec.port.name, target.spec.board.name,
+                   "test" if target.settings.flavor == "test" else "release")  # fmt: skip
+    transport = target.transport(elf)
     try:
         run = measure(transport, plan_for(target, args)).run
     finally:

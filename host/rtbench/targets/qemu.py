@@ -97,6 +97,19 @@ class QemuSettings:
 
 @cache
 def qemu_version(qemu: str) -> str:
+    """The emulator's version, asked once per binary: every board run's
+    metadata names it, and a test run boots a board hundreds of times (a
+    `--version` is a process start of a large binary each). Keyed by the
+    file's identity too, so a QEMU upgraded in place is asked again."""
+    try:
+        st = os.stat(qemu)
+    except OSError:
+        return ""
+    return _qemu_version(qemu, st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+@cache
+def _qemu_version(qemu: str, *identity: int) -> str:
     try:
         out = subprocess.run([qemu, "--version"], capture_output=True, text=True, check=False)
     except OSError:
