@@ -48,6 +48,7 @@ class BoardTransport(ChildTransport):
         self.qemu = qemu
         self.notes: list[str] = []  # the firmware's plain lines (stack use, faults)
         self.timings: dict[str, float] = {}  # seconds after QEMU started
+        self._bye = False  # the plan's last record came: the firmware is ending
         self._t0 = 0.0
 
     def argv(self, args: list[str]) -> list[str]:
@@ -64,7 +65,7 @@ class BoardTransport(ChildTransport):
     def start(self, args: list[str]) -> None:
         self.stop()
         self.proc = None
-        self.notes, self.timings = [], {}
+        self.notes, self.timings, self._bye = [], {}, False
         self._reset_streams()
         self._t0 = time.monotonic()
         # Into a file, not a pipe: the UART never waits for the host, so
@@ -83,6 +84,8 @@ class BoardTransport(ChildTransport):
                 self.notes.append(line.decode("utf-8", "replace"))
             return None
         self.timings.setdefault("first_record", time.monotonic() - self._t0)
+        if line[line.find(RECORD) :].split(b" ", 4)[3:4] == [b"bye"]:
+            self._bye = True
         return line
 
     def _timeout(self) -> float | None:
@@ -102,9 +105,12 @@ class BoardTransport(ChildTransport):
             return None
         if proc.poll() is None:
             # The firmware ends QEMU itself (semihosting exit) right after
-            # its last record; one that does not is stopped.
+            # its last record and notes; one that does not is stopped. A
+            # plan stopped before its `bye` (Ctrl-C, silence, a test that
+            # has what it wanted) would not end soon: it is stopped at once,
+            # not left measuring for EXIT_WAIT_S (a CPU of emulation each).
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=EXIT_WAIT_S if self.timings else 0.1)
+                proc.wait(timeout=EXIT_WAIT_S if self._bye else 0.1)
         if proc.poll() is None:
             proc.kill()
         status = self._reap(proc)
