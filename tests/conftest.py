@@ -235,7 +235,6 @@ EXCLUSIVE_MODULES = frozenset(
         "tests/agent/test_clk_jit.py",
         "tests/agent/test_compare_fault.py",
         "tests/agent/test_irq.py",
-        "tests/agent/test_known_answers.py",
         "tests/agent/test_loads.py",
         "tests/agent/test_noise.py",
         "tests/agent/test_noise_hw.py",
@@ -245,7 +244,6 @@ EXCLUSIVE_MODULES = frozenset(
         "tests/agent/test_tm.py",
         "tests/e2e/test_loads.py",
         "tests/e2e/test_noise_trace.py",
-        "tests/e2e/test_soak.py",
         "tests/e2e/test_trace_mode.py",
     }
 )
