@@ -83,6 +83,16 @@ def test_what_cannot_boot_through_pvh_is_booted_as_it_is(data: bytes, tmp_path: 
     assert not pvh.cache_dir().exists() or not list(pvh.cache_dir().iterdir())
 
 
+def test_a_cache_it_cannot_write_boots_the_bzimage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    image = tmp_path / "vmlinuz"
+    image.write_bytes(bzimage(PACKINGS["xz"](elf())))
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setattr(pvh, "cache_dir", lambda: tmp_path / "a-file" / "vmlinux")
+    assert pvh.elf_image(image) is None
+
+
 def test_only_an_x86_64_guest_under_tcg_boots_the_elf(tmp_path: Path) -> None:
     image = tmp_path / "vmlinuz"
     image.write_bytes(bzimage(PACKINGS["xz"](elf())))

@@ -48,12 +48,19 @@ def elf_image(image: Path) -> Path | None:
     elf = _payload(data)
     if elf is None or not has_pvh_entry(elf):
         return None
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # Atomic: a concurrent run sees the whole file or none.
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".vmlinux-")
-    with os.fdopen(fd, "wb") as f:
-        f.write(elf)
-    os.replace(tmp, out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        # Atomic: a concurrent run sees the whole file or none.
+        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".vmlinux-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(elf)
+            os.replace(tmp, out)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except OSError:
+        return None  # a cache it cannot write (read-only, full): the bzImage boots
     return out
 
 
