@@ -254,7 +254,12 @@ def test_jit_per_shows_a_known_blocking_time(test_agent: Path, run_agent: Runner
     chk = check(c, "blocker")
     assert chk.verdict == "pass", chk.detail
     at = [int(m) for m in re.findall(r"release (\d+): ", chk.detail)]
-    assert len(at) == 4
+    # The blocker holds 4 slots; one whose release the schedule had already
+    # skipped (the release before it later than a period: a 5 ms stall,
+    # which a loaded machine gives) serves no release and is not listed.
+    # Seen under stress-ng: releases 6, 67, 144 of 4 slots.
+    assert 1 <= len(at) <= 4, chk.detail
+    assert chk.detail.startswith(f"{len(at)} releases held up"), chk.detail
     # The very releases the blocker held up waited at least the block...
     assert all(lat[k] >= BLOCK * 1000 for k in at)
     assert lat.max() >= BLOCK * 1000
