@@ -110,10 +110,15 @@ def test_guest_stores_its_kernel_model_and_arch(
         # (x86's local_timer events do not exist on arm64: said, not an error.)
         said = [w.detail for w in run.warnings if w.code == "trace"]
         assert all("irq_vectors:local_timer" in d for d in said), said
+        # The arm64 timer is decoded in the run's trace; a case shorter than
+        # the guest's tick on a loaded host (CAL-REF under stress-ng --cpu 2)
+        # may see no timer interrupt in its own window.
+        timers = []
         for case in run.cases:
             irqs = [s for s in case.series if s.name == "kernel.irq" and s.point]
-            assert any(s.point.get("irq") == "arch_timer" for s in irqs), case.case
+            timers += [case.case for s in irqs if s.point.get("irq") == "arch_timer"]
             assert any("QEMU guest" in w.detail for w in case.warnings if w.code == "trace")
+        assert timers, [c.case for c in run.cases]
 
 
 def test_a_late_wake_up_moves_jit_per_and_not_the_kernels_figures() -> None:
