@@ -95,7 +95,6 @@ class QemuSettings:
         return f"{GUESTS[arch].cmdline} {self.cmdline}".strip()
 
 
-@cache
 def qemu_version(qemu: str) -> str:
     """The emulator's version, asked once per binary: every board run's
     metadata names it, and a test run boots a board hundreds of times (a
