@@ -105,3 +105,23 @@ def test_only_an_x86_64_guest_under_tcg_boots_the_elf(tmp_path: Path) -> None:
     assert booted("tcg", "x86_64") == str(pvh.elf_image(image))
     assert booted("kvm", "x86_64") == str(image)  # KVM decompresses at the host's speed
     assert booted("tcg", "aarch64") == str(image)
+
+
+def test_a_runs_metadata_says_how_its_guest_booted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The PVH entry boots the kernel without its decompressor, hence
+    without KASLR: a run says so, as it says its other conditions."""
+    from rtbench.targets import qemu
+
+    image = tmp_path / "vmlinuz"
+    kernel = Kernel(name="k", image=image, release="", arch="x86_64")
+    target = qemu.QemuTarget(str(image), qemu.QemuSettings(accel="tcg"))  # no boot
+    monkeypatch.setattr(target, "kernel", lambda download=True: kernel)
+    image.write_bytes(bzimage(PACKINGS["xz"](elf())))
+    assert target.metadata()["boot"] == "pvh entry (no KASLR)"
+    image.write_bytes(bzimage(PACKINGS["xz"](elf(note_kind=17))))
+    pvh.cache_dir().mkdir(parents=True, exist_ok=True)
+    for f in pvh.cache_dir().iterdir():
+        f.unlink()
+    assert target.metadata()["boot"] == "kernel image"

@@ -51,6 +51,7 @@ from rtbench.targets import (
     opt_float,
     opt_int,
     opt_str,
+    pvh,
 )
 from rtbench.transports.base import TransportError
 from rtbench.transports.qemu import GUESTS, Launch, QemuTransport, die_with_parent
@@ -261,6 +262,10 @@ class QemuTarget:
             meta["accel"], meta["accel_detail"] = self._accel
             if self._accel[0] == "tcg":
                 meta["qemu_accel"] = guest.tcg_accel  # how the vCPUs are run
+            # The PVH entry boots the same kernel without its decompressor,
+            # which is what applies KASLR: said, as a run's conditions are.
+            via_pvh = pvh.booted(k.image, k.arch, self._accel[0]) != k.image
+            meta["boot"] = "pvh entry (no KASLR)" if via_pvh else "kernel image"
         return meta
 
     def transport(self, agent: Path | None = None) -> QemuTransport:

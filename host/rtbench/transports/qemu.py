@@ -129,9 +129,7 @@ class Launch:
         """The file QEMU boots: an x86_64 kernel under TCG through its PVH
         entry when it has one (targets/pvh.py: its decompressor took half
         the boot), else the image as it is."""
-        if self.accel == "tcg" and self.kernel.arch == "x86_64":
-            return pvh.elf_image(self.kernel.image) or self.kernel.image
-        return self.kernel.image
+        return pvh.booted(self.kernel.image, self.kernel.arch, self.accel)
 
 
 def die_with_parent() -> None:
