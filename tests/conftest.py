@@ -194,19 +194,33 @@ def _root_skip_reason(item: pytest.Item) -> str:
 
 
 # Under xdist (`--dist loadfile --no-loadscope-reorder`) files are handed to
-# the workers in collection order: the long end-to-end files first, so that
-# none of them starts last and runs alone while the other worker idles.
+# the workers in collection order. The files with exclusive tests first: an
+# exclusive test waits for the other worker's test to end, seconds while that
+# one is another short agent test, half a minute behind a QEMU guest's (82
+# worker-seconds of waiting in a run, 2026-11-26). Then the long end-to-end
+# files, so that none of them starts last and runs alone while the other
+# worker idles.
 _FIRST = ("tests/e2e/", "tests/agent/")
 
 
-def _rank(item: pytest.Item) -> int:
-    path = item.nodeid.split("::", 1)[0]
-    return next((i for i, d in enumerate(_FIRST) if path.startswith(d)), len(_FIRST))
+def _order(items: list[pytest.Item]) -> None:
+    def path(item: pytest.Item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
+    alone = {path(item) for item in items if _exclusive(item)}
+
+    def rank(item: pytest.Item) -> int:
+        p = path(item)
+        if p in alone:
+            return 0
+        return 1 + next((i for i, d in enumerate(_FIRST) if p.startswith(d)), len(_FIRST))
+
+    items.sort(key=rank)  # stable: each file's order is kept
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if getattr(config, "workerinput", None) is not None:
-        items.sort(key=_rank)  # stable: each file's order is kept
+        _order(items)
     if os.geteuid() != 0:
         for item in items:
             if item.get_closest_marker("root"):
