@@ -203,17 +203,25 @@ def _root_skip_reason(item: pytest.Item) -> str:
 _FIRST = ("tests/e2e/", "tests/agent/")
 
 
-def _order(items: list[pytest.Item]) -> None:
-    def path(item: pytest.Item) -> str:
-        return item.nodeid.split("::", 1)[0]
+def _path(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
 
-    alone = {path(item) for item in items if _exclusive(item)}
+
+def _order(items: list[pytest.Item]) -> None:
+    alone = list(dict.fromkeys(_path(item) for item in items if _exclusive(item)))
+    beside = [p for p in dict.fromkeys(map(_path, items)) if p in BYSTANDER_MODULES]
+    mixed = set(alone) & set(beside)
+    assert not mixed, f"exclusive tests in a bystander's file: {mixed}"
+    # One file with exclusive tests, one bystander's, and so on: whichever
+    # worker asks next gets the other kind of file as often as not.
+    first = {p: 2 * i for i, p in enumerate(alone)} | {p: 2 * i + 1 for i, p in enumerate(beside)}
 
     def rank(item: pytest.Item) -> int:
-        p = path(item)
-        if p in alone:
-            return 0
-        return 1 + next((i for i, d in enumerate(_FIRST) if p.startswith(d)), len(_FIRST))
+        p = _path(item)
+        if p in first:
+            return first[p]
+        later = next((i for i, d in enumerate(_FIRST) if p.startswith(d)), len(_FIRST))
+        return len(first) * 2 + later
 
     items.sort(key=rank)  # stable: each file's order is kept
 
@@ -263,6 +271,20 @@ EXCLUSIVE_MODULES = frozenset(
 )
 
 
+# Files that run beside an exclusive test, holding no lock (tests/exclusive.py):
+# pure computation on the host, from files and in-process CLI calls, with no
+# clock, deadline or timeout (hypothesis's deadline off), 57 CPU s in all.
+BYSTANDER_MODULES = frozenset(
+    {
+        "tests/host/test_fuzz.py",
+        "tests/host/test_stored_figures.py",
+        "tests/host/test_compare_repetitions.py",
+        "tests/host/test_parser_paths.py",
+        "tests/host/test_reports.py",
+    }
+)
+
+
 def _exclusive(item: pytest.Item) -> bool:
     return (
         item.get_closest_marker("exclusive") is not None
@@ -293,6 +315,10 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     lock = exclusive.worker_lock(item.config)
     if lock is None:
         yield
+        return
+    if _path(item) in BYSTANDER_MODULES:
+        with lock.beside():
+            yield
         return
     alone = _exclusive(item)
     with lock.held(alone, keep=alone and nextitem is not None and _exclusive(nextitem)):

@@ -19,6 +19,14 @@ depend on who preempts whom at SCHED_FIFO, which a sibling's real-time
 agent would change) and the modules listed in EXCLUSIVE_MODULES
 (conftest.py), whose tests have not yet been sorted one by one.
 
+Beside an exclusive test, the files in BYSTANDER_MODULES (conftest.py)
+run without the lock: pure computation on the host (no agent, no kernel
+state, no clock or timeout that seconds of a real-time load's starvation
+could cross), to an exclusive test what stress-ng's normal-priority load
+is. They are handed out among the files with exclusive tests, so that the
+other worker has them to run: an exclusive block left one CPU idle for
+a minute of each run (2026-11-26).
+
 One shared/exclusive lock (flock) for the whole run: every test holds it
 shared from its setup to its teardown, an exclusive test holds it
 exclusively, and keeps it for the next test when that one is exclusive
@@ -75,6 +83,15 @@ class RunLock:
                 self._kept = True
             else:
                 fcntl.flock(self._main, fcntl.LOCK_UN)
+
+
+    @contextmanager
+    def beside(self) -> Iterator[None]:
+        """A bystander's test: no lock held, an exclusive test may run."""
+        if self._kept:
+            fcntl.flock(self._main, fcntl.LOCK_UN)
+            self._kept = False
+        yield
 
 
 _lock: RunLock | None = None
