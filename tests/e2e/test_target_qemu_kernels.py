@@ -109,7 +109,15 @@ def test_guest_stores_its_kernel_model_and_arch(
         # the measurement CPU's interrupts (the arm64 timer among them).
         # (x86's local_timer events do not exist on arm64: said, not an error.)
         said = [w.detail for w in run.warnings if w.code == "trace"]
-        assert all("irq_vectors:local_timer" in d for d in said), said
+        assert any("irq_vectors:local_timer" in d for d in said), said
+        # Beside it, at most what the trace's own pairing flags of a starved
+        # guest: pinned to one CPU with the whole suite (2026-11-26), the
+        # guest's trace once held 949 IRQ entries without their exits, said
+        # as such (its irq series leave them out). Never damage or a read
+        # that failed.
+        flags = ("kernel events left unpaired", "the kernel dropped about")
+        others = [d for d in said if "irq_vectors:local_timer" not in d]
+        assert all(d.startswith(flags) for d in others), said
         # The arm64 timer is decoded in the run's trace; a case shorter than
         # the guest's tick on a loaded host (CAL-REF under stress-ng --cpu 2)
         # may see no timer interrupt in its own window.
