@@ -333,7 +333,7 @@ def _exclusive(item: pytest.Item) -> bool:
     return (
         item.get_closest_marker("exclusive") is not None
         or item.get_closest_marker("realtime") is not None
-        or item.nodeid.split("::", 1)[0] in EXCLUSIVE_MODULES
+        or _path(item) in EXCLUSIVE_MODULES
     )
 
 

@@ -66,9 +66,8 @@ class RunLock:
         one on this worker) leaves it held for the next test: released
         between the two, the other worker would start a test that the next
         one then waits for while this worker idles, once per test."""
-        if self._kept and not exclusive:
-            fcntl.flock(self._main, fcntl.LOCK_UN)
-            self._kept = False
+        if not exclusive:
+            self._let_go_kept()
         if not self._kept:
             fcntl.flock(self._gate, fcntl.LOCK_EX)
             try:
@@ -84,14 +83,18 @@ class RunLock:
             else:
                 fcntl.flock(self._main, fcntl.LOCK_UN)
 
-
     @contextmanager
     def beside(self) -> Iterator[None]:
         """A bystander's test: no lock held, an exclusive test may run."""
+        self._let_go_kept()
+        yield
+
+    def _let_go_kept(self) -> None:
+        """The exclusive lock kept from the last test, let go before a test
+        that does not hold it exclusively."""
         if self._kept:
             fcntl.flock(self._main, fcntl.LOCK_UN)
             self._kept = False
-        yield
 
 
 _lock: RunLock | None = None

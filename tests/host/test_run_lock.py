@@ -30,7 +30,11 @@ def test_exclusive_waits_for_shared_and_a_bystander_waits_for_nothing(tmp_path: 
         # A shared holder waits while the exclusive test runs...
         assert not entered.wait(0.3)
         # ...a bystander does not (a lock would hang this thread here).
-        beside = threading.Thread(target=lambda: b.beside().__enter__(), daemon=True)
+        def run_beside() -> None:
+            with b.beside():
+                pass
+
+        beside = threading.Thread(target=run_beside, daemon=True)
         beside.start()
         beside.join(60)
         assert not beside.is_alive()
