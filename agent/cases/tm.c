@@ -41,14 +41,20 @@ static rtb_result tm_run(rtb_ctx *ctx, tm *t, const rtb_thread_attr *attrs, rtb_
         }
         started++;
     }
-    rtb_time next = rtb_clock_now();
+    rtb_time next = rtb_clock_now(), last = next;
     uint64_t before = total(t, n);
     for (int64_t k = 0; k < windows && r == RTB_PASSED && !atomic_load(&ctx->stop); k++) {
         next += window;
         rtb_sleep_until(next);
+        /* A window is from one wake-up to the next, not the nominal length:
+         * woken late, it counted longer (and the next one shorter), and the
+         * rate over the nominal length overstated it. */
+        rtb_time at = rtb_clock_now();
         uint64_t now = total(t, n);
-        rtb_series_push(&score, (int64_t)((now - before) * 1000000000ull / (uint64_t)window));
+        uint64_t span = at > last ? (uint64_t)(at - last) : 1;
+        rtb_series_push(&score, (int64_t)((now - before) * 1000000000ull / span));
         before = now;
+        last = at;
     }
     atomic_store(&t->quit, true);
     if (t->unblock)
