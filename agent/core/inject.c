@@ -42,6 +42,7 @@ static const char *const sites[RTB_INJ_COUNT] = {
     [RTB_INJ_THREAD_STACK] = "thread_stack",
     [RTB_INJ_SERIES_BUFFER] = "series_buffer",
     [RTB_INJ_STAMP_BLOCK] = "stamp_block",
+    [RTB_INJ_WAKE_LATE] = "wake_late",
 };
 
 int rtb_inject_set(const char *assignment)

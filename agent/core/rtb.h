@@ -510,6 +510,7 @@ typedef enum {
     RTB_INJ_THREAD_STACK,  /* an RTOS port: case threads get a stack of N bytes (overflow check) */
     RTB_INJ_SERIES_BUFFER, /* a streamed series buffers N samples (its records' reassembly) */
     RTB_INJ_STAMP_BLOCK,   /* cases stamp N rounds a block (rtb_stamp_block), as on a board */
+    RTB_INJ_WAKE_LATE,     /* a late wake-up that leaves the CPU: sleep NS after every rtb_sleep_until */
     RTB_INJ_COUNT
 } rtb_inject_site;
 

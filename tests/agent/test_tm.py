@@ -1,7 +1,9 @@
 """Known answers for the TM throughput cases (Thread-Metric's method): a
 score sample per window; a busy-wait injected into every semaphore call
 bounds TM-SYNC's score by the delay (two calls a round) far below the
-plain score; the preemptive chain counts every worker every round, and
+plain score, and stays below it when the monitor wakes late every window
+(its workers count on meanwhile: a rate over the nominal window would
+overstate the machine); the preemptive chain counts every worker every round, and
 with every worker given the same priority (a deliberately wrong create) it
 does not, and the check fails. No absolute time is asserted."""
 
@@ -49,6 +51,19 @@ def test_a_slow_primitive_lowers_the_score_in_proportion(
     assert base is not None and s is not None and s.max is not None and base.mean is not None
     assert s.max <= 1e9 / (2 * D)  # a take and a give, each at least D
     assert s.mean is not None and base.mean > 3 * s.mean
+
+
+def test_a_late_monitor_does_not_raise_the_score(run_agent: Runner, test_agent: Path) -> None:
+    # The monitor sleeps LATE past every 20 ms window, so each window it
+    # scores lasts ~60 ms: over the nominal 20 ms a score read 3x the rate
+    # the injected delay allows.
+    late = 60_000_000
+    args = ["--inject", f"op_delay={D}", "--inject", f"wake_late={late}"]
+    c = _case(run_agent(test_agent, [*args, "TM-SYNC:duration_ms=100:window_ms=20"]), "TM-SYNC")
+    s = c.find("score")
+    assert c.outcome == "passed", c.checks
+    assert s is not None and s.n == 5 and s.max is not None
+    assert s.max <= 1e9 / (2 * D)
 
 
 @pytest.mark.realtime
