@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 from test_analysis_fixtures import C, S, build_run
 
-from rtbench.analysis.compare import ONE_RUN, CompareRow, compare_runs, configurations
+from rtbench.analysis.compare import (
+    CONSTANT_TEST,
+    ONE_RUN,
+    CompareRow,
+    compare_runs,
+    configurations,
+)
 from rtbench.model import Run
 
 
@@ -65,6 +71,29 @@ def test_a_change_within_the_spread_is_not_beyond_noise() -> None:
     (row,) = compare_groups(a, b, "p50")
     assert row.change is not None and row.spread is not None and row.change < row.spread
     assert row.beyond_noise is False and not row.differs
+
+
+@pytest.mark.parametrize(("runs", "significant"), [(2, False), (3, True), (4, True)])
+def test_repetitions_that_repeat_exactly_are_weighed_by_their_pattern(
+    runs: int, significant: bool
+) -> None:
+    """A figure read to a clock's step repeats exactly (under stress-ng the
+    slow give's p50 was 100 ns in each of three runs, 20,157 ns in each of
+    three others): Welch's test has no variance then, and the change was
+    once left untested. The pattern's own chance stands in: 1/32 for 3 vs
+    3 runs, 1/8 for 2 vs 2 (not significant), and none at all where both
+    sides repeat one same value."""
+    a = [run_of([100] * 50) for _ in range(runs)]
+    b = [run_of([20_157] * 50) for _ in range(runs)]
+    (row,) = compare_groups(a, b, "p50")
+    assert row.test == f"{CONSTANT_TEST} ({runs} vs {runs} runs)"
+    assert row.pvalue == pytest.approx(2 * 0.5 ** (2 * runs), rel=1e-6)
+    assert row.significant is significant and row.spread == 0 and row.beyond_noise
+    (row,) = compare_groups(a, [run_of([100] * 50) for _ in range(runs)], "p50")
+    assert (
+        row.pvalue is None and row.test == "none: every repetition of each side gave the same value"
+    )
+    assert not row.significant and row.beyond_noise is False
 
 
 def test_three_columns_use_the_k_sample_form() -> None:

@@ -176,9 +176,22 @@ def matching_test(indicator: str, k: int) -> str | None:
     return f"{name} on the per-run {indicator}"
 
 
-def run_test(
-    per_run: list[list[float]], indicator: str, first: Series
-) -> tuple[float | None, str]:
+CONSTANT_TEST = "each side's repetitions all alike, the sides not"
+
+
+def constant_columns_p(sizes: list[int]) -> float:
+    """The largest chance that runs of one configuration fall as these did:
+    every column's repetitions one value, not every column the same one.
+    Taken over per-run figures with two values (q and 1 - q), where the
+    chance is highest: 1/32 for 3 vs 3 runs, 1/16 for 2 vs 3, 1/128 for
+    4 vs 4 (docs/analysis.md)."""
+    q = np.linspace(0.0, 1.0, 2001)
+    alike = np.prod([q**n + (1 - q) ** n for n in sizes], axis=0)
+    total = sum(sizes)
+    return float(np.max(alike - q**total - (1 - q) ** total))
+
+
+def run_test(per_run: list[list[float]], indicator: str, first: Series) -> tuple[float | None, str]:
     """(unadjusted p-value, which test) of the per-run figures of the
     columns that have the series; (None, 'none: why') when no test applies."""
     if not first.traits.test:
@@ -194,8 +207,12 @@ def run_test(
     sizes = " vs ".join(str(len(v)) for v in present)
     shown = f"{name} ({sizes} runs)"
     if all(np.ptp(v) == 0 for v in present):
-        # Every repetition gave one value: nothing to weigh a change against.
-        return None, "none: every repetition of each side gave the same value"
+        if len({float(v[0]) for v in present}) == 1:
+            return None, "none: every repetition of each side gave the same value"
+        # Welch's test has no variance to weigh the change against (its limit
+        # is p = 0), though a figure read to a clock's step often repeats
+        # exactly: the chance of the pattern itself stands in for it.
+        return constant_columns_p([len(v) for v in present]), f"{CONSTANT_TEST} ({sizes} runs)"
     sps = scipy_stats()
     with warnings.catch_warnings():
         # Nearly equal repetitions make scipy warn of precision loss; the
