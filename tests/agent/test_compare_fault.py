@@ -21,7 +21,7 @@ CASE = "SEM-ARN:iterations=2000"
 
 # The slow give is 20 us only while nothing preempts the agent: without
 # real-time priority a loaded machine stretched its per-run p50 from 43 to
-# 159 us (uid 1000, fresh Debian 12), too wide for three runs to be significant.
+# 159 us (uid 1000, fresh Debian 12), too wide for three runs a side to be significant.
 @pytest.mark.realtime
 def test_slow_give_is_significant_with_four_runs_per_side(test_agent: Path, run_agent: Any) -> None:
     base = [run_agent(test_agent, [CASE]).run for _ in range(4)]

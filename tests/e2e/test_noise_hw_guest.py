@@ -47,7 +47,7 @@ def wait_stopped(pid: int) -> None:
             try:
                 with open(f"/proc/{pid}/task/{tid}/stat") as f:
                     states.append(f.read().rsplit(")", 1)[1].split()[0])
-            except FileNotFoundError:
+            except OSError:  # a thread that ended meanwhile
                 continue
         if states and all(s in "tT" for s in states):
             return

@@ -16,6 +16,7 @@ from rtbench.analysis.compare import (
     CompareRow,
     compare_runs,
     configurations,
+    constant_columns_p,
 )
 from rtbench.model import Run
 
@@ -94,6 +95,23 @@ def test_repetitions_that_repeat_exactly_are_weighed_by_their_pattern(
         row.pvalue is None and row.test == "none: every repetition of each side gave the same value"
     )
     assert not row.significant and row.beyond_noise is False
+
+
+@pytest.mark.parametrize("sizes", [[2, 2], [2, 3], [3, 3], [4, 4], [3, 3, 3]])
+def test_the_pattern_chance_bounds_any_distribution_of_per_run_figures(sizes: list[int]) -> None:
+    """The bound is the largest chance over two-valued per-run figures; no
+    distribution over more values (random ones, 2 to 5 values) exceeds it,
+    and two equally likely values reach it."""
+    bound = constant_columns_p(sizes)
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        q = rng.dirichlet(np.ones(int(rng.integers(2, 6))))
+        alike = np.prod([(q**n).sum() for n in sizes])
+        chance = alike - (q ** sum(sizes)).sum()  # every column one value, not all the same
+        assert chance <= bound + 1e-12, (q, chance, bound)
+    assert bound == pytest.approx(
+        np.prod([2 * 0.5**n for n in sizes]) - 2 * 0.5 ** sum(sizes), rel=1e-9
+    )
 
 
 def test_three_columns_use_the_k_sample_form() -> None:
