@@ -74,7 +74,11 @@ def test_preemption_shows_an_injected_give_delay(
 def test_a_starved_load_is_reported(test_agent: Path, run_agent: Any) -> None:
     """A semaphore whose take never blocks keeps the test thread spinning
     above the load, which then never runs: the figure is not "under load"."""
-    r = run_agent(test_agent, [*PRIO, "--inject", "sem_noblock=1", "THR-PRE:duration_ms=100"])
+    # One sample buffered: the spinning thread's stdout then holds 3 KB, not
+    # 2.2 MB of samples whose write into a pipe that a busy pytest reads late
+    # blocked it and let the load run (CI, 2026-11-26).
+    args = [*PRIO, "--max-samples", "1", "--inject", "sem_noblock=1", "THR-PRE:duration_ms=100"]
+    r = run_agent(test_agent, args)
     load = r.run.case("THR-PRE").checks
     assert [(c.name, c.verdict) for c in load] == [("load_ran", "fail")]
     assert "the least busy 0" in load[0].detail and r.code == 1
