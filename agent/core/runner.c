@@ -261,6 +261,11 @@ static void stop_loads(rtb_ctx *ctx, const rtb_load_plan *lp, rtb_load **loads, 
                          (unsigned long long)st.ops_min);
             rtb_emit_check(ctx, name, true, "%s: %llu %s%s", what,
                            (unsigned long long)st.ops_total, st.unit, least);
+            if (st.stopped_late_ns > 0)
+                rtb_warn(ctx, "load_stop_late",
+                         "%s: a thread ended %.1f s past the case's budget, held up in the "
+                         "kernel (I/O the machine was slow to complete)",
+                         what, (double)st.stopped_late_ns / 1e9);
             if (st.ops_min == 0)
                 rtb_warn(ctx, "load_idle",
                          "%s: %s completed no %s during the case (its CPU was held at a "

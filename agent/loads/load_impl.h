@@ -17,6 +17,7 @@ typedef struct load_worker {
     struct rtb_load *load;
     int id, cpu;
     _Atomic uint64_t ops;
+    atomic_int tid; /* the kernel's id of its thread (0: unknown), for its state */
     rtb_thread th;
 } load_worker;
 
@@ -45,6 +46,7 @@ struct rtb_load {
     char fail_msg[160];
     int n, started, priority;
     rtb_time start_ns; /* how long its threads took to run */
+    rtb_time stopped_late_ns; /* rtb_load_stats' */
     int cpus[64], ncpus; /* for the description */
     char dir[160];
     bool have_dir;

@@ -51,6 +51,9 @@ typedef struct rtb_load_stats {
     uint64_t ops_total; /* units of work all threads completed */
     uint64_t ops_min;   /* the least any one thread completed (0: one never ran) */
     const char *unit;   /* what ops count, e.g. "system calls" */
+    /* > 0: how long past the deadline its last thread took to stop, held up
+     * in the kernel (an fsync behind a slow disk): the machine, not a hang. */
+    rtb_time stopped_late_ns;
 } rtb_load_stats;
 
 /* The background load of a whole run (every case runs under it), as the
