@@ -17,7 +17,7 @@ typedef struct load_worker {
     struct rtb_load *load;
     int id, cpu;
     _Atomic uint64_t ops;
-    atomic_int tid; /* the kernel's id of its thread (0: unknown), for its state */
+    atomic_bool in_io; /* inside a write or fsync, which a slow disk may hold up */
     rtb_thread th;
 } load_worker;
 
@@ -68,6 +68,11 @@ static inline bool load_stopping(const load_worker *w)
 static inline void load_count(load_worker *w, uint64_t n)
 {
     atomic_fetch_add_explicit(&w->ops, n, memory_order_relaxed);
+}
+/* Around a call that waits for the disk: stopping waits longer for it. */
+static inline void load_in_io(load_worker *w, bool in)
+{
+    atomic_store_explicit(&w->in_io, in, memory_order_relaxed);
 }
 static inline int64_t load_value(const load_worker *w, int i) { return w->load->spec.v[i]; }
 

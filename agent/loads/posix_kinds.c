@@ -178,7 +178,10 @@ static void io_run(load_worker *w)
     memset(buf, 'r', len);
     load_ready(w);
     while (!load_stopping(w)) {
-        if (pwrite(fd, buf, len, off) < 0 || fsync(fd) != 0) {
+        load_in_io(w, true);
+        bool written = pwrite(fd, buf, len, off) >= 0 && fsync(fd) == 0;
+        load_in_io(w, false);
+        if (!written) {
             rtb_sleep_until(rtb_clock_now() + 1000000); /* disk full: keep trying, gently */
             continue;
         }
@@ -186,10 +189,14 @@ static void io_run(load_worker *w)
         off += (off_t)len;
         if (off + (off_t)len > wrap) {
             off = 0;
-            if (ftruncate(fd, 0) != 0) /* frees the blocks: journal work too */
-                continue;
+            load_in_io(w, true);
+            int cut = ftruncate(fd, 0); /* frees the blocks: journal work too */
+            load_in_io(w, false);
+            if (cut != 0)
+                continue; /* the next pass writes over the old blocks */
         }
     }
+    load_in_io(w, true); /* the unnamed file's blocks are freed here */
     close(fd);
     free(buf);
 }

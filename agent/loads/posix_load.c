@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "load_impl.h"
@@ -43,9 +42,6 @@ void load_fail(load_worker *w, const char *fmt, ...)
 static void entry(void *arg)
 {
     load_worker *w = arg;
-#ifdef SYS_gettid
-    atomic_store(&w->tid, (int)syscall(SYS_gettid));
-#endif
     w->load->spec.kind->run(w);
 }
 
@@ -158,27 +154,12 @@ static void release(rtb_load *l)
     free(l);
 }
 
-/* Past the deadline, a thread asleep in the kernel uninterruptibly (state
- * D) is waiting for the machine: an io thread's fsync behind stress-ng's
- * hdd writer waited over 20 s for its pages' writeback (2026-11-26). It
- * ends once that returns, so it is waited for, this long at most; a thread
- * that runs or sleeps past the deadline instead is stuck in rtbench. */
-#define IN_KERNEL_GRACE_NS 300000000000LL
-
-static bool in_kernel_wait(const load_worker *w)
-{
-    int tid = atomic_load(&w->tid);
-    char path[64], stat[256];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-    FILE *f = tid > 0 ? fopen(path, "r") : NULL;
-    if (!f)
-        return false;
-    size_t n = fread(stat, 1, sizeof stat - 1, f);
-    fclose(f);
-    stat[n] = '\0';
-    const char *paren = strrchr(stat, ')'); /* the name may hold spaces */
-    return paren && paren[1] == ' ' && paren[2] == 'D';
-}
+/* Past the deadline, a thread still inside its write or fsync is waiting
+ * for the machine: an io thread's fsync behind stress-ng's hdd writer
+ * waited over 20 s for its pages' writeback (2026-11-26). It ends once
+ * that returns, so it is waited for, this long at most; a thread outside
+ * its I/O past the deadline is stuck in rtbench. */
+#define IN_IO_GRACE_NS 300000000000LL
 
 static void stop_threads(rtb_load *l, rtb_time deadline, int *rc)
 {
@@ -186,9 +167,11 @@ static void stop_threads(rtb_load *l, rtb_time deadline, int *rc)
     for (int i = 0; i < l->started; i++) {
         load_worker *w = &l->w[i];
         int r = rtb_thread_join(&w->th, deadline);
-        while (r == RTB_ETIMEDOUT && in_kernel_wait(w) &&
-               rtb_clock_now() < deadline + IN_KERNEL_GRACE_NS) {
-            r = rtb_thread_join(&w->th, rtb_clock_now() + 1000000000);
+        /* Out of its I/O, it ends within moments: 100 ms more, once. */
+        bool left_io = false;
+        while (r == RTB_ETIMEDOUT && !left_io && rtb_clock_now() < deadline + IN_IO_GRACE_NS) {
+            left_io = !atomic_load(&w->in_io);
+            r = rtb_thread_join(&w->th, rtb_clock_now() + (left_io ? 100000000 : 1000000000));
             l->stopped_late_ns = rtb_clock_now() - deadline;
         }
         if (r != RTB_OK)
