@@ -132,9 +132,16 @@ def test_clk_dur_reports_a_stall_apart_from_the_tick(test_agent: Path, run_agent
     r = run_agent(test_agent, [*CPU, "--inject", f"stall={STALL}", "CLK-DUR:duration_ms=400"])
     c = case_of(r, "CLK-DUR")
     gaps, starts = samples(c, "gap"), samples(c, "gap_start")
-    stall, stall_start = samples(c, "stall"), samples(c, "stall_start")
     tick, other = c.find("tick"), c.find("other")
     assert tick is not None and other is not None
+    period = c.find("tick_period")
+    if period is None or period.max is None:
+        # No tick found (CI once: 1,414 gaps in 400 ms, said in a warning):
+        # nothing to hold a stall against, so the block stays a gap, never a tick.
+        assert tick.n == 0 and gaps.max() >= STALL
+        assert any(w.code == "no_tick" for w in c.warnings), c.warnings
+        return
+    stall, stall_start = samples(c, "stall"), samples(c, "stall_start")
     assert tick.n + other.n + len(stall) == len(gaps)
     # The block is one of the stalls, at the gap where it happened.
     assert stall.max() >= STALL
@@ -143,13 +150,9 @@ def test_clk_dur_reports_a_stall_apart_from_the_tick(test_agent: Path, run_agent
     assert series(c, "stall").kind == "duration"  # time lost, not an OS path's cost
     warned = [w for w in c.warnings if w.code == "stall"]
     assert len(warned) == 1 and "not ticks" in warned[0].detail, c.warnings
-    period = c.find("tick_period")
-    if period is not None and period.max is not None:  # a tick was found
-        # Nothing in `tick` or `other` is as long as the tick period.
-        assert tick.max is not None and tick.max < period.max
-        assert other.max is None or other.max < period.max
-    else:  # no tick to hold a stall against: it stays a gap, not a tick
-        assert tick.n == 0
+    # Nothing in `tick` or `other` is as long as the tick period.
+    assert tick.max is not None and tick.max < period.max
+    assert other.max is None or other.max < period.max
 
 
 # ---- CLK-RES ---------------------------------------------------------------
