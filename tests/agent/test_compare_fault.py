@@ -32,8 +32,8 @@ def test_slow_give_is_significant_with_four_runs_per_side(test_agent: Path, run_
         give = rows["give"]
         assert give.significant and give.beyond_noise and give.differs, give
         assert give.ratios[1] is not None and give.ratios[1] > 1
-        tests = (f"Welch's t-test on the per-run {indicator}", CONSTANT_TEST)
-        assert give.test in [f"{t} (4 vs 4 runs)" for t in tests], give.test
+        tests = (f"Welch's t-test on the per-run {indicator} (log scale, ", f"{CONSTANT_TEST} (")
+        assert give.test in [f"{t}4 vs 4 runs)" for t in tests], give.test
     # One run per side: the same huge shift, and still nothing significant.
     cmp = compare_runs([base[0], slow[0]], "p50")
     assert cmp.note and not any(r.significant for r in cmp.rows)

@@ -76,7 +76,7 @@ def test_compare_groups_of_repetitions(db: Path, tmp_path: Path) -> None:
     r = rtbench_here("compare", "--label", "os", "--indicator", "p50")
     flat = " ".join(r.stdout.split())
     assert r.returncode == 0 and "3 series differ beyond run-to-run noise" in flat, flat
-    assert "Welch's t-test on the per-run p50 (4 vs 3 runs)" in flat
+    assert "Welch's t-test on the per-run p50 (log scale, 4 vs 3 runs)" in flat
     assert re.search(r"switch\[n=2\].*│\s+1\.5\d\s+│\s+[\d.e-]+\*\s+│.*│ yes", r.stdout)
     r = rtbench_here("compare", "1,2", "3,4", "--indicator", "p50")
     flat = " ".join(r.stdout.split())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.stats
 from test_analysis_fixtures import C, S, build_run
 
 from rtbench.analysis.compare import (
@@ -58,7 +59,7 @@ def test_repetitions_of_one_configuration_do_not_differ_a_shift_does(
     shifted = group(range(7, 10), shift=1.5, samples=samples)
     (row,) = compare_groups(a, same, indicator)
     assert row.pvalue is not None and not row.significant and not row.differs, row
-    assert row.test == f"Welch's t-test on the per-run {indicator} (3 vs 3 runs)"
+    assert row.test == f"Welch's t-test on the per-run {indicator} (log scale, 3 vs 3 runs)"
     assert [len(v) for v in row.per_run] == [3, 3] and row.spread is not None
     (row,) = compare_groups(a, shifted, indicator)
     assert row.significant and row.beyond_noise and row.differs, row
@@ -95,6 +96,24 @@ def test_repetitions_that_repeat_exactly_are_weighed_by_their_pattern(
         row.pvalue is None and row.test == "none: every repetition of each side gave the same value"
     )
     assert not row.significant and row.beyond_noise is False
+
+
+def test_a_scaled_figure_is_tested_on_its_logarithm() -> None:
+    """Under stress-ng the slow give's per-run p50 was 21,992, 21,331,
+    73,648 and 24,456 ns beside 100, 130, 120 and 80: on the raw scale the
+    one wild run left Welch's test at p = 0.07, on logarithms it is far
+    beyond. Figures that can be 0 stay on the raw scale."""
+    a = [run_of([v] * 50) for v in (100, 130, 120, 80)]
+    b = [run_of([v] * 50) for v in (21_992, 21_331, 73_648, 24_456)]
+    (row,) = compare_groups(a, b, "p50")
+    assert row.test == "Welch's t-test on the per-run p50 (log scale, 4 vs 4 runs)"
+    assert row.pvalue is not None and row.pvalue < 1e-4 and row.significant
+    raw = scipy.stats.ttest_ind([100, 130, 120, 80], [21_992, 21_331, 73_648, 24_456],
+                                equal_var=False).pvalue  # fmt: skip
+    assert raw > 0.05  # the negative control: what the raw scale said
+    zeros = [run_of([v] * 50) for v in (0, 10, 20, 0)]
+    (row,) = compare_groups(zeros, b, "p50")
+    assert row.test == "Welch's t-test on the per-run p50 (4 vs 4 runs)"
 
 
 @pytest.mark.parametrize("sizes", [[2, 2], [2, 3], [3, 3], [4, 4], [3, 3, 3]])

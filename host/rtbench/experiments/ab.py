@@ -15,7 +15,8 @@ The runs interleave (A, B, A, B, ...) so that drifting machine noise hits
 both alike. Each run is stored with labels ab=A|B, ab_id, ab_round and
 ab_config. The rounds of each side are pooled per series for the figures
 A and B and their ratio; the test is over runs (rtbench.analysis.compare:
-Welch's t-test on the per-run indicator, each round one observation), and
+Welch's t-test on the per-run indicator, on logarithms where it is positive,
+each round one observation), and
 each row says whether B/A exceeds the spread between the rounds of a side.
 With one round per side nothing is significant.
 """
