@@ -102,7 +102,7 @@ def test_a_scaled_figure_is_tested_on_its_logarithm() -> None:
     """Under stress-ng the slow give's per-run p50 was 21,992, 21,331,
     73,648 and 24,456 ns beside 100, 130, 120 and 80: on the raw scale the
     one wild run left Welch's test at p = 0.07, on logarithms it is far
-    beyond. Figures that can be 0 stay on the raw scale."""
+    beyond. Where a run's figure is 0 the raw scale stays."""
     a = [run_of([v] * 50) for v in (100, 130, 120, 80)]
     b = [run_of([v] * 50) for v in (21_992, 21_331, 73_648, 24_456)]
     (row,) = compare_groups(a, b, "p50")
