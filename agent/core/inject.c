@@ -43,6 +43,8 @@ static const char *const sites[RTB_INJ_COUNT] = {
     [RTB_INJ_SERIES_BUFFER] = "series_buffer",
     [RTB_INJ_STAMP_BLOCK] = "stamp_block",
     [RTB_INJ_WAKE_LATE] = "wake_late",
+    [RTB_INJ_IO_HOLD] = "io_hold",
+    [RTB_INJ_LOAD_HOLD] = "load_hold",
 };
 
 int rtb_inject_set(const char *assignment)
@@ -68,6 +70,8 @@ int64_t rtb_inject_value(rtb_inject_site site)
 {
     return atomic_load_explicit(&armed, memory_order_relaxed) ? injected[site] : 0;
 }
+
+int64_t rtb_inject_setting(rtb_inject_site site) { return injected[site]; }
 
 rtb_time rtb_inject_clock(rtb_time t)
 {

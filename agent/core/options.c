@@ -43,7 +43,7 @@ static void usage(FILE *f, const rtb_cli_port *port)
             "                     mutex_nopi, event_delay, line_delay, line_mute,\n"
             "                     stim_skew, sched_nolock, stall, wake_delay,\n"
             "                     hw_stall, thread_stack, series_buffer,\n"
-            "                     stamp_block, wake_late)\n"
+            "                     stamp_block, wake_late, io_hold, load_hold)\n"
 #endif
             ,
             (unsigned long)RTB_MAX_SAMPLES_DEFAULT);

@@ -511,6 +511,8 @@ typedef enum {
     RTB_INJ_SERIES_BUFFER, /* a streamed series buffers N samples (its records' reassembly) */
     RTB_INJ_STAMP_BLOCK,   /* cases stamp N rounds a block (rtb_stamp_block), as on a board */
     RTB_INJ_WAKE_LATE,     /* a late wake-up that leaves the CPU: sleep NS after every rtb_sleep_until */
+    RTB_INJ_IO_HOLD,       /* a slow disk: an io load thread ends NS late, inside its I/O */
+    RTB_INJ_LOAD_HOLD,     /* a stuck load: an io load thread ends NS late, outside its I/O */
     RTB_INJ_COUNT
 } rtb_inject_site;
 
@@ -521,12 +523,16 @@ void rtb_inject_arm(bool on);
 int64_t rtb_inject_value(rtb_inject_site site);
 int rtb_inject_set(const char *assignment);
 void rtb_inject_delay(rtb_inject_site site);
+/* Unarmed: for faults of the machinery around a case (a load's stop). */
+int64_t rtb_inject_setting(rtb_inject_site site);
 rtb_time rtb_inject_clock(rtb_time t);
 #define RTB_INJECT_DELAY(site) rtb_inject_delay(site)
 #define RTB_INJECTED(site) (rtb_inject_value(site) != 0)
 #define RTB_INJECT_VALUE(site) rtb_inject_value(site)
 #define RTB_INJECT_ARM(on) rtb_inject_arm(on)
+#define RTB_INJECT_SETTING(site) rtb_inject_setting(site)
 #else
+#define RTB_INJECT_SETTING(site) ((int64_t)0)
 #define RTB_INJECT_VALUE(site) ((int64_t)0)
 #define RTB_INJECT_ARM(on) ((void)0)
 #define RTB_INJECT_DELAY(site) ((void)0)

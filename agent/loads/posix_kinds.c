@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "load_impl.h"
+#include "rtb.h" /* test builds' injected faults */
 
 /* ---- cpu: busy loops, a duty cycle at a real-time priority ------------- */
 
@@ -196,7 +197,12 @@ static void io_run(load_worker *w)
                 continue; /* the next pass writes over the old blocks */
         }
     }
+    /* Test builds: the stop's known answers (tests/agent/test_loads.py). */
+    if (RTB_INJECT_SETTING(RTB_INJ_LOAD_HOLD))
+        rtb_sleep_until(rtb_clock_now() + RTB_INJECT_SETTING(RTB_INJ_LOAD_HOLD));
     load_in_io(w, true); /* the unnamed file's blocks are freed here */
+    if (RTB_INJECT_SETTING(RTB_INJ_IO_HOLD))
+        rtb_sleep_until(rtb_clock_now() + RTB_INJECT_SETTING(RTB_INJ_IO_HOLD));
     close(fd);
     free(buf);
 }

@@ -194,6 +194,41 @@ def test_a_load_that_cannot_start_ends_the_case_in_error_and_leaves_nothing(
         assert not c.series  # the case never ran
 
 
+# A stop's budget is the case's: CAL-REF's ten repeats with 1 s of slack
+# give about 1 s (time enough for a thread of a loaded machine to reach its
+# last I/O); each io thread is held 2.5 s as it ends.
+HOLD = ["--deadline-slack", "1000", "--load", "io:threads=2", "CAL-REF:repeats=10"]
+
+
+@pytest.mark.parametrize("where", ["io_hold", "load_hold"])
+def test_a_thread_held_in_its_io_stops_late_one_held_elsewhere_is_an_error(
+    test_agent: Path, tmp_path: Path, where: str
+) -> None:
+    # A slow disk (an fsync behind stress-ng's writer once took over 20 s)
+    # is the machine's: the case keeps its result, with a warning naming how
+    # late. A thread held outside its I/O is stuck in rtbench: an error.
+    p = subprocess.run([str(test_agent), "--inject", f"{where}=2500000000", *HOLD],
+                       capture_output=True, env=env_with(TMPDIR=str(tmp_path)),
+                       timeout=300, check=False)  # fmt: skip
+    parsed = parse_lines(p.stdout.splitlines())
+    run = assemble(parsed.records, parsed.issues, parsed.log)
+    (c,) = run.cases
+    load = checks(c, "load_io")["load_io"]
+    late = [w.detail for w in c.warnings if w.code == "load_stop_late"]
+    if where == "io_hold":
+        assert p.returncode == 0 and c.outcome == "passed", (p.stderr, c.checks)
+        assert load.verdict == "pass"
+        (detail,) = late
+        m = re.search(r"a thread ended (\d+\.\d) s past the case's budget", detail)
+        # Held 2.5 s from the stop, the budget 1 s: 1.5 s late at least.
+        assert m and float(m.group(1)) >= 1.4, detail
+    else:
+        assert p.returncode == 3, p.stderr  # not a sanitizer's exit
+        assert c.outcome == "error" and load.verdict == "error", c.checks
+        assert load.detail.endswith("a load thread did not stop") and not late
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_killed_agents_leftovers_are_removed_by_the_next_start(
     agent: Path, run_agent: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -100,7 +100,9 @@ def _start(tmp: Path, mark: str) -> tuple[subprocess.Popen[str], int]:
     if "stress" in LOAD:
         # The kinds start one after the other, each once its threads run: on
         # a quiet VM stress-ng, the last, once took over 10 s to appear (CI).
-        stress = lambda: "stress-ng" in " ".join(_ours(mark).values())  # noqa: E731
+        def stress() -> bool:
+            return "stress-ng" in " ".join(_ours(mark).values())
+
         assert _wait_for(stress, HANG_S), _ours(mark)
     time.sleep(0.5)  # measuring under load
     return proc, pid
