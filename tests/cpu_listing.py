@@ -80,7 +80,7 @@ class CpuListing:
     def _end(self) -> None:
         span = self._open.pop()
         spent = cpu_s() - span.cpu
-        own = spent - span.inner
+        own = max(0.0, spent - span.inner)  # rounding, as a test's below
         if self._open:
             self._open[-1].inner += spent
         else:
@@ -138,7 +138,9 @@ class CpuListing:
         if report.when == "teardown" and start is not None:
             del self._start[item.nodeid]
             cpu, fixtures_cpu, wall = start
-            spent = cpu_s() - cpu - (self._fixtures_cpu - fixtures_cpu)
+            # os.times() counts in clock ticks: the difference of sums of
+            # them may come out a float's rounding below 0 ("-0.00 CPU s").
+            spent = max(0.0, cpu_s() - cpu - (self._fixtures_cpu - fixtures_cpu))
             report.user_properties.append((TEST_KEY, spent))
             report.user_properties.append((WALL_KEY, time.monotonic() - wall))
             for line in self._unsent:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import procs
 import pytest
 
 from rtbench.model import CaseResult, Check
@@ -96,16 +97,7 @@ def test_every_kind_runs_counts_its_work_and_cleans_up(
 
 def _tasks(pid: int) -> list[tuple[str, int, int]]:
     """(comm, policy, rt_priority) of each thread of `pid`."""
-    out = []
-    for t in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            stat = (t / "stat").read_text()
-        except OSError:
-            continue
-        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2 :].split()
-        out.append((comm, int(fields[38]), int(fields[37])))  # policy, rt_priority
-    return out
+    return [(t.comm, t.policy, t.rt_priority) for t in procs.threads(pid)]
 
 
 def _watch_threads(exe: Path, args: list[str]) -> tuple[int, set[tuple[str, int, int]]]:

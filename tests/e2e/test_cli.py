@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from helpers import rtbench
+from procs import agents as _agents
+from procs import alive as _alive
 
 from rtbench.catalogue import shipped_ports
 from rtbench.stream import parse_file
@@ -130,41 +132,12 @@ def test_doctor_explains(agent: Path) -> None:
         assert name in r.stdout
 
 
-def _agents(parent: int | None = None) -> list[int]:
-    """Live agent processes (of `parent` only, when given: other sessions
-    may run agents on the same machine)."""
-    pids = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                cmd = (d / "cmdline").read_bytes()
-                stat = (d / "stat").read_text()
-            except OSError:
-                continue
-            fields = stat.rsplit(")", 1)[-1].split()
-            ours = parent is None or int(fields[1]) == parent
-            if b"rtbench-agent" in cmd.split(b"\0")[0] and fields[0] != "Z" and ours:
-                pids.append(int(d.name))
-    return pids
-
-
 def _wait_for(pred: Callable[[], object], timeout: float = 20.0) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if pred():
             return True
         time.sleep(0.05)
-    return False
-
-
-def _alive(pids: set[int]) -> bool:
-    for pid in pids:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        if stat.rsplit(")", 1)[-1].split()[0] != "Z":
-            return True
     return False
 
 

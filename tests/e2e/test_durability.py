@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 from helpers import rtbench, rtbench_here
+from procs import agents as _agents
+from procs import alive as _alive
 
 from rtbench.model import CaseResult
 from rtbench.run.journal import journal_dir
@@ -56,32 +58,6 @@ def _wait(pred: Callable[[], bool], what: str) -> None:
     while not pred():
         assert time.monotonic() < end, f"never happened: {what}"
         time.sleep(0.01)
-
-
-def _agents(parent: int) -> set[int]:
-    pids = set()
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            cmd = (d / "cmdline").read_bytes()
-            fields = (d / "stat").read_text().rsplit(")", 1)[-1].split()
-        except OSError:
-            continue
-        if b"rtbench-agent" in cmd.split(b"\0")[0] and int(fields[1]) == parent:
-            pids.add(int(d.name))
-    return pids
-
-
-def _alive(pids: set[int]) -> bool:
-    for pid in pids:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            return True
-    return False
 
 
 def _host(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:

@@ -30,6 +30,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import procs
 import pytest
 
 MARK = "RTBENCH_LOAD_TEST"
@@ -40,16 +41,10 @@ def _ours(mark: str) -> dict[int, str]:
     """pid -> command name of every live (not zombie) process carrying `mark`."""
     want = f"{MARK}={mark}".encode()
     found = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            env = (d / "environ").read_bytes()
-            stat = (d / "stat").read_text()
-        except OSError:
-            continue
-        if want in env.split(b"\0") and stat.rsplit(")", 1)[-1].split()[0] != "Z":
-            found[int(d.name)] = stat[stat.index("(") + 1 : stat.rindex(")")]
+    for s in procs.processes():
+        env = procs.read(s.pid, "environ")
+        if env is not None and want in env.split(b"\0") and s.state != "Z":
+            found[s.pid] = s.comm
     return found
 
 
@@ -67,13 +62,7 @@ def _wait_for(pred: Callable[[], bool], timeout: float) -> bool:
 
 
 def _load_threads(pid: int) -> int:
-    n = 0
-    try:
-        for t in Path(f"/proc/{pid}/task").iterdir():
-            n += (t / "comm").read_text().startswith("load-")
-    except OSError:
-        pass
-    return n
+    return sum(t.comm.startswith("load-") for t in procs.threads(pid))
 
 
 def _start(tmp: Path, mark: str) -> tuple[subprocess.Popen[str], int]:

@@ -23,6 +23,7 @@ import threading
 import time
 
 import pytest
+from procs import threads
 
 from rtbench.model import CaseResult
 from rtbench.run.session import collect
@@ -42,13 +43,7 @@ def wait_stopped(pid: int) -> None:
     that never stops only makes the stop shorter, which the bar catches)."""
     end = time.monotonic() + 1.0
     while time.monotonic() < end:
-        states = []
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                    states.append(f.read().rsplit(")", 1)[1].split()[0])
-            except OSError:  # a thread that ended meanwhile
-                continue
+        states = [t.state for t in threads(pid)]  # but those that ended meanwhile
         if states and all(s in "tT" for s in states):
             return
         time.sleep(0.0005)

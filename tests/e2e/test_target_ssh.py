@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from helpers import die_with_parent, free_port, rtbench
+from procs import children
 
 from rtbench.model import Run
 from rtbench.run.session import collect
@@ -66,19 +67,7 @@ class Sshd:
 
     def sessions(self) -> list[int]:
         """sshd's per-connection processes (children of the listener)."""
-        return _children(self.proc.pid)
-
-
-def _children(pid: int) -> list[int]:
-    kids = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            kids.append(int(stat.parent.name))
-    return kids
+        return children(self.proc.pid)
 
 
 def _agents_running(exe_dir: Path) -> list[int]:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from helpers import rtbench
+from procs import children, threads
 
 from rtbench.trace import snapshot
 from rtbench.trace.tracefs import TRACEFS, kernel_has_tracefs, toplevel_lock
@@ -76,16 +77,7 @@ def test_without_trace_nothing_is_touched(db: Path, agent: Path) -> None:
 
 def _child_thread_named(parent: int, comm: str) -> bool:
     """A child process of `parent` (its agent) has a thread named `comm`."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) != parent:
-                continue
-            tasks = list((stat.parent / "task").glob("*/comm"))
-            if any(t.read_text().strip() == comm for t in tasks):
-                return True
-        except (OSError, ValueError, IndexError):
-            continue
-    return False
+    return any(t.comm == comm for child in children(parent) for t in threads(child))
 
 
 def _journaled_begin(db: Path, case: str) -> bool:
