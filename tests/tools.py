@@ -25,7 +25,8 @@ import pytest
 from rtbench.machine.build import Flavor, KernelUnavailable, ensure_firmware
 from rtbench.targets import kernels
 
-LIST = Path(__file__).resolve().parents[1] / "scripts" / "system-packages.txt"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "system-packages"
+LIST = SCRIPT.with_name("system-packages.txt")
 REQUIRE_ENV = "RTBENCH_REQUIRE_TOOLS"
 
 
@@ -68,11 +69,22 @@ def missing(*names: str) -> list[str]:
     return out
 
 
+def _as_root() -> str:
+    # A minimal Debian has no sudo: then the command is for root to run.
+    return "" if os.geteuid() == 0 else "sudo " if shutil.which("sudo") else "as root: "
+
+
 def install_hint(names: list[str]) -> str:
-    """The one command that installs `names`: with sudo where there is one
-    (a minimal Debian has none: then it is for root to run)."""
-    how = "" if os.geteuid() == 0 else "sudo " if shutil.which("sudo") else "as root: "
-    return f"{how}apt-get install --no-install-recommends {' '.join(names)}"
+    """The command that installs `names` (one test's skip)."""
+    return f"{_as_root()}apt-get install --no-install-recommends {' '.join(names)}"
+
+
+def setup_hint(names: list[str]) -> str:
+    """The one command that installs every missing package, and what apt
+    needs first: fresh lists, and the arm64 architecture, without which the
+    arm64 guests' kernels cannot be fetched (scripts/system-packages)."""
+    return (f"{_as_root()}{SCRIPT} (it runs dpkg --add-architecture arm64, apt-get update, "
+            f"apt-get install --no-install-recommends {' '.join(names)})")  # fmt: skip
 
 
 def unavailable(reason: str) -> NoReturn:
@@ -167,4 +179,4 @@ class SkipSummary:
         table = packages()
         pkgs = [p for p in pkgs if p in table]  # a message's trailing words are not packages
         if pkgs:
-            write(f"to run the tests that need system packages: {install_hint(pkgs)}")
+            write(f"to run the tests that need system packages: {setup_hint(pkgs)}")
