@@ -182,3 +182,26 @@ def test_without_sudo_the_command_is_for_root(
     how = f"to install them, as root: {SCRIPT} (it runs dpkg --add-architecture arm64, "
     assert how in r.stdout, r.stdout
     assert "apt-get install --no-install-recommends " in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("reason", "group"),
+    [
+        ("needs qemu-system-x86 (no qemu-system-x86_64): sudo apt-get install "
+         "--no-install-recommends qemu-system-x86", "need system packages"),
+        ("needs root (configfs); running as uid 1000", "need root"),
+        ("needs real-time priority: SCHED_FIFO refused", "need real-time priority"),
+        ("https://github.com/FreeRTOS/FreeRTOS-Kernel.git V11.3.0 could not be fetched from "
+         "upstream and no mirror was found: set RTBENCH_FREERTOS_KERNEL to a copy of that tag",
+         "need an RTOS kernel"),
+        ("needs a local copy of the ucos2 kernel: set RTBENCH_UCOS2_KERNEL to one",
+         "need an RTOS kernel"),
+        # What the machine is: nothing to install or to set (a one-CPU run
+        # once listed these under the RTOS kernels).
+        ("needs two CPUs to measure on both", "cannot apply here"),
+        ("needs a kernel with tracefs", "cannot apply here"),
+        ("one CPU allowed (1): no narrower mask to choose", "cannot apply here"),
+    ],
+)  # fmt: skip
+def test_the_skip_summary_groups_each_reason_by_what_would_lift_it(reason: str, group: str) -> None:
+    assert tools.SkipSummary._group(reason).startswith(group)
