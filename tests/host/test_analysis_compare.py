@@ -111,6 +111,12 @@ def test_a_scaled_figure_is_tested_on_its_logarithm() -> None:
     raw = scipy.stats.ttest_ind([100, 130, 120, 80], [21_992, 21_331, 73_648, 24_456],
                                 equal_var=False).pvalue  # fmt: skip
     assert raw > 0.05  # the negative control: what the raw scale said
+    # Beyond the spread on the same scale: a 200x change against at most
+    # 3.5x between runs of a side; in nanoseconds the wild run's range
+    # (52,317) was larger than the change (23,114), the shown figures.
+    assert row.beyond_noise and row.differs, row
+    assert row.spread is not None and row.change is not None
+    assert row.change < row.spread  # the raw scale's negative control
     zeros = [run_of([v] * 50) for v in (0, 10, 20, 0)]
     (row,) = compare_groups(zeros, b, "p50")
     assert row.test == "Welch's t-test on the per-run p50 (4 vs 4 runs)"

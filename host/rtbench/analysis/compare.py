@@ -20,7 +20,8 @@ the test compares those per-run figures:
 Beside the test, each row says whether its change (between the columns'
 medians of the per-run figure) exceeds the spread between repetitions
 (the widest range of the per-run figure within one column): the effect
-size an RT engineer can read without statistics.
+size an RT engineer can read without statistics. Both the test and this
+are taken on logarithms where every per-run figure is above 0 (ratios).
 
 Like with like: runs from an emulator compare only with runs of the same
 emulator (`Run.emulated`). Across kinds the figures stand side by side with
@@ -89,6 +90,9 @@ class CompareRow:
     # column's median per-run figure and another's.
     spread: float | None = None
     change: float | None = None
+    # Every per-run figure above 0: the test, and whether the change is
+    # beyond the spread, are taken on logarithms (ratios).
+    log_scale: bool = False
 
     @property
     def label(self) -> str:
@@ -104,6 +108,12 @@ class CompareRow:
         spread is unknown, one run per column)."""
         if self.spread is None or self.change is None:
             return None
+        if self.log_scale:
+            # On the test's scale: one wild run of four slowed ones (p50 21
+            # to 74 us beside 80 to 130 ns) spans more microseconds than the
+            # change, but a far smaller ratio than the 200x change.
+            spread, change = _effect([np.log(v).tolist() for v in self.per_run])
+            return spread is not None and change is not None and change > spread
         return self.change > self.spread
 
     @property
@@ -191,6 +201,11 @@ def constant_columns_p(sizes: list[int]) -> float:
     return float(np.max(alike - q**total - (1 - q) ** total))
 
 
+def positive(per_run: list[list[float]]) -> bool:
+    """Every per-run figure is above 0: the comparison is on logarithms."""
+    return all(min(v) > 0 for v in per_run if v)
+
+
 def run_test(per_run: list[list[float]], indicator: str, first: Series) -> tuple[float | None, str]:
     """(unadjusted p-value, which test) of the per-run figures of the
     columns that have the series; (None, 'none: why') when no test applies."""
@@ -213,7 +228,7 @@ def run_test(per_run: list[list[float]], indicator: str, first: Series) -> tuple
         # is p = 0), though a figure read to a clock's step often repeats
         # exactly: the chance of the pattern itself stands in for it.
         return constant_columns_p([len(v) for v in present]), f"{CONSTANT_TEST} ({sizes} runs)"
-    if all(v.min() > 0 for v in present):
+    if positive(per_run):
         # Positive figures are tested on their logarithms: a busy machine
         # scales a run's figure (a p50 of 21-74 us over four slowed runs,
         # beside 80-130 ns, was "not significant" on the raw scale under
@@ -395,6 +410,7 @@ def compare_runs(
         first = next(s for s in found if s is not None)
         row.pvalue, row.test = run_test(row.per_run, indicator, first)
         row.spread, row.change = _effect(row.per_run)
+        row.log_scale = positive(row.per_run)
         rows.append(row)
     if len(kinds) > 1:
         # Like with like: an emulator's time is not a machine's.
